@@ -1,0 +1,51 @@
+// swift-tools-version:6.0
+// GATTLab: record, decode, replay and fuzz BLE GATT traffic. The module graph follows
+// DESIGN.md: data flows Capture -> HCI -> ATT/GATT -> (Profiles, Analysis, Report), and no
+// module imports one above it.
+import PackageDescription
+
+let strict: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+]
+
+let package = Package(
+    name: "GATTLab",
+    platforms: [.macOS(.v13)],
+    products: [
+        .executable(name: "gattlab", targets: ["gattlab"]),
+        .library(name: "GATTLab", targets: ["Capture", "HCI", "ATT", "GATT"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+    ],
+    targets: [
+        // System libraries, reached through module maps (see Sources/C*/module.modulemap).
+        .systemLibrary(name: "CPcap", pkgConfig: "libpcap", providers: [.apt(["libpcap-dev"])]),
+        .systemLibrary(name: "CBlueZ", pkgConfig: "bluez", providers: [.apt(["libbluetooth-dev"])]),
+
+        // Capture files in and out: btsnoop, PacketLogger, pcap/pcapng (libpcap).
+        .target(name: "Capture", dependencies: ["CPcap"], swiftSettings: strict),
+        // HCI commands/events, ACL reassembly, L2CAP, SMP, the LE link layer of sniffers.
+        .target(name: "HCI", dependencies: ["Capture"], swiftSettings: strict),
+        // Every ATT PDU, encode and decode. Depends on nothing, so the emulator and fuzzer can use it alone.
+        .target(name: "ATT", swiftSettings: strict),
+        // Attribute tables from discovery, long operations, MTU, subscriptions: the session model.
+        .target(name: "GATT", dependencies: ["ATT", "HCI"], swiftSettings: strict),
+        // Command-line parsing and wiring only.
+        .target(
+            name: "GATTLabCLI",
+            dependencies: [
+                "Capture", "HCI", "ATT", "GATT",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strict),
+        .executableTarget(name: "gattlab", dependencies: ["GATTLabCLI"], swiftSettings: strict),
+
+        .testTarget(name: "CaptureTests", dependencies: ["Capture"]),
+        .testTarget(name: "HCITests", dependencies: ["HCI", "Capture", "CBlueZ"]),
+        .testTarget(name: "ATTTests", dependencies: ["ATT"]),
+        .testTarget(name: "GATTTests", dependencies: ["GATT", "ATT", "HCI", "Capture"]),
+        .testTarget(name: "GATTLabCLITests", dependencies: ["GATTLabCLI", "GATT", "Capture"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,28 @@
+/// A secret value (Wi-Fi password, PoP, LTK, IRK, CSRK) that must not reach any output by accident.
+///
+/// Its `description` is redacted. The only way to the bytes for display is `reveal(_:)`, which
+/// output code calls with the user's explicit `--reveal-secrets` choice. Lives in the lowest
+/// module so every layer above carries secrets as this type.
+public struct Secret: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible {
+    /// What the secret is, for people: "LTK", "Wi-Fi password".
+    public let label: String
+    private let bytes: [UInt8]
+
+    public init(_ bytes: [UInt8], label: String) {
+        self.bytes = bytes
+        self.label = label
+    }
+
+    public var count: Int { bytes.count }
+
+    /// `<redacted:N bytes>`: what every output shows unless secrets are revealed.
+    public var redacted: String { "<redacted:\(bytes.count) bytes>" }
+    public var description: String { redacted }
+    public var debugDescription: String { "Secret(\(label), \(redacted))" }
+
+    /// The bytes, for code that must use them (redaction, decryption), never for display.
+    public var unsafeBytes: [UInt8] { bytes }
+
+    /// Hex of the value when `reveal` is true, else the redacted marker.
+    public func hex(reveal: Bool) -> String { reveal ? Hex.string(bytes) : redacted }
+}

@@ -1,0 +1,155 @@
+import ATT
+
+/// What one handle is, as far as the table knows.
+public struct HandleInfo: Sendable, Hashable {
+    public enum Role: String, Sendable, Hashable {
+        case service, include, declaration, value, descriptor
+    }
+    public var role: Role
+    /// The attribute's type: the characteristic's UUID for a value handle, the descriptor's UUID, 0x2803 for a declaration…
+    public var uuid: BluetoothUUID
+    /// The characteristic a value, declaration or descriptor belongs to, when known.
+    public var characteristic: BluetoothUUID?
+}
+
+/// A GATT server's attribute table, rebuilt from discovery (or given by the user, or a built-in
+/// device profile). Entries can arrive in any order, as captures that start late deliver them.
+public struct AttributeTable: Sendable, Hashable {
+    public struct Service: Sendable, Hashable, Codable {
+        public var uuid: BluetoothUUID
+        public var startHandle: UInt16
+        public var endHandle: UInt16
+        public var primary: Bool
+    }
+
+    public struct Characteristic: Sendable, Hashable, Codable {
+        public var uuid: BluetoothUUID
+        public var declarationHandle: UInt16
+        public var valueHandle: UInt16
+        public var properties: UInt8
+    }
+
+    public private(set) var services: [UInt16: Service] = [:]
+    public private(set) var characteristics: [UInt16: Characteristic] = [:]
+    public private(set) var descriptors: [UInt16: BluetoothUUID] = [:]
+    /// The lookup used on every PDU.
+    private var byHandle: [UInt16: HandleInfo] = [:]
+
+    public init() {}
+
+    public var isEmpty: Bool { services.isEmpty && characteristics.isEmpty && descriptors.isEmpty }
+
+    @inline(__always)
+    public func info(for handle: UInt16) -> HandleInfo? { byHandle[handle] }
+
+    public mutating func addService(start: UInt16, end: UInt16, uuid: BluetoothUUID, primary: Bool) {
+        services[start] = Service(uuid: uuid, startHandle: start, endHandle: end, primary: primary)
+        byHandle[start] = HandleInfo(role: .service, uuid: BluetoothUUID(uuid16: primary ? 0x2800 : 0x2801), characteristic: nil)
+    }
+
+    public mutating func addCharacteristic(declaration: UInt16, properties: UInt8, valueHandle: UInt16, uuid: BluetoothUUID) {
+        characteristics[declaration] = Characteristic(uuid: uuid, declarationHandle: declaration,
+                                                      valueHandle: valueHandle, properties: properties)
+        byHandle[declaration] = HandleInfo(role: .declaration, uuid: BluetoothUUID(uuid16: 0x2803), characteristic: uuid)
+        byHandle[valueHandle] = HandleInfo(role: .value, uuid: uuid, characteristic: uuid)
+        descriptors[valueHandle] = nil
+        // Descriptors found earlier may belong to this characteristic.
+        for handle in descriptors.keys where handle > valueHandle {
+            let owner = owner(ofDescriptor: handle)?.uuid
+            byHandle[handle]?.characteristic = owner
+        }
+    }
+
+    /// A value handle learned from Read By Type on a characteristic UUID, its declaration unseen.
+    public mutating func addValueHandle(_ handle: UInt16, uuid: BluetoothUUID) {
+        byHandle[handle] = HandleInfo(role: .value, uuid: uuid, characteristic: uuid)
+    }
+
+    /// From Find Information: declarations and values are already known by their own procedures,
+    /// so only the remaining handles become descriptors.
+    public mutating func addFoundInformation(handle: UInt16, uuid: BluetoothUUID) {
+        if let short = uuid.uuid16, (0x2800...0x2803).contains(short) {
+            if byHandle[handle] == nil {
+                byHandle[handle] = HandleInfo(role: short == 0x2803 ? .declaration : short == 0x2802 ? .include : .service,
+                                              uuid: uuid, characteristic: nil)
+            }
+            return
+        }
+        if let existing = byHandle[handle], existing.role == .value { return }
+        descriptors[handle] = uuid
+        byHandle[handle] = HandleInfo(role: .descriptor, uuid: uuid, characteristic: owner(ofDescriptor: handle)?.uuid)
+    }
+
+    /// The characteristic whose value handle is the closest below `handle` (within its service).
+    public func owner(ofDescriptor handle: UInt16) -> Characteristic? {
+        var best: Characteristic?
+        for c in characteristics.values where c.valueHandle < handle {
+            if best == nil || c.valueHandle > best!.valueHandle { best = c }
+        }
+        if let best, let service = service(containing: handle), best.declarationHandle < service.startHandle {
+            return nil
+        }
+        return best
+    }
+
+    public func service(containing handle: UInt16) -> Service? {
+        services.values.first { $0.startHandle <= handle && handle <= $0.endHandle }
+    }
+
+    /// Adds everything from another table (a later discovery refines an earlier one).
+    public mutating func merge(_ other: AttributeTable) {
+        for s in other.services.values { addService(start: s.startHandle, end: s.endHandle, uuid: s.uuid, primary: s.primary) }
+        for c in other.characteristics.values {
+            addCharacteristic(declaration: c.declarationHandle, properties: c.properties, valueHandle: c.valueHandle, uuid: c.uuid)
+        }
+        for (h, u) in other.descriptors { addFoundInformation(handle: h, uuid: u) }
+    }
+
+    /// A readable name for a handle: the characteristic's or descriptor's name, or its UUID.
+    public func label(for handle: UInt16) -> String? {
+        guard let info = byHandle[handle] else { return nil }
+        let name = KnownUUIDs.name(info.uuid) ?? info.uuid.description
+        switch info.role {
+        case .descriptor, .declaration:
+            if let c = info.characteristic {
+                return "\(name) of \(KnownUUIDs.name(c) ?? c.description)"
+            }
+            return name
+        default:
+            return name
+        }
+    }
+}
+
+extension AttributeTable {
+    public static func propertyNames(_ p: UInt8) -> [String] {
+        let names = ["broadcast", "read", "write-without-response", "write", "notify", "indicate",
+                     "authenticated-signed-writes", "extended-properties"]
+        return (0..<8).filter { p & (1 << $0) != 0 }.map { names[$0] }
+    }
+
+    public static func properties(named names: [String]) -> UInt8? {
+        var p: UInt8 = 0
+        for n in names {
+            guard let i = propertyNames(0xFF).firstIndex(of: n) else { return nil }
+            p |= 1 << UInt8(i)
+        }
+        return p
+    }
+}
+
+extension BluetoothUUID: Codable {
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.singleValueContainer()
+        let s = try c.decode(String.self)
+        guard let u = BluetoothUUID(string: s) else {
+            throw DecodingError.dataCorruptedError(in: c, debugDescription: "'\(s)' is not a UUID (expected 180a, 0x180a or 8-4-4-4-12 hex)")
+        }
+        self = u
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.singleValueContainer()
+        try c.encode(description)
+    }
+}

@@ -1,0 +1,308 @@
+import ATT
+import Capture
+import HCI
+
+/// The whole decoding pipeline: records -> link events -> ATT PDUs -> GATT session state.
+///
+/// Per connection it tracks the MTU, outstanding requests (to interpret discovery responses),
+/// prepare-write queues and long reads; per device (peer address) the attribute table, so a
+/// reconnection keeps what an earlier discovery found.
+public final class GATTDecoder {
+    public let link = LinkDecoder()
+    /// Events of the last record consumed.
+    public private(set) var events: [GATTEvent] = []
+
+    /// A table to start from when discovery is missing, and where it came from.
+    public var defaultTable: AttributeTable?
+    public var defaultTableSource: TableSource = .none
+
+    private var sessions: [ConnectionKey: Session] = [:]
+    private var tables: [DeviceID: DeviceTable] = [:]
+
+    /// Long writes and reads are bounded: an attribute value is at most 512 bytes, but devices and
+    /// fuzzers send more; past this the queue is abandoned and reported rather than grown.
+    public static let maxQueuedBytes = 65_536
+
+    public init() {}
+
+    /// Device identity: the peer address when known, else the connection.
+    enum DeviceID: Hashable {
+        case address(BDAddr)
+        case connection(ConnectionKey)
+    }
+
+    struct DeviceTable {
+        var table: AttributeTable
+        var discovered = false
+    }
+
+    struct Request {
+        var opcode: UInt8
+        var handle: UInt16
+        var type: BluetoothUUID?
+        var value: [UInt8]
+        var frame: Int
+    }
+
+    struct LongRead {
+        var handle: UInt16
+        var bytes: [UInt8]
+        var firstFrame: Int
+        var parts: Int
+    }
+
+    struct Session {
+        var device: DeviceID
+        var mtu = 23
+        var clientMTU: UInt16?
+        /// Outstanding request per requesting side (0: sent/central, 1: received/peripheral).
+        var requests: [Request?] = [nil, nil]
+        var prepared: [[(handle: UInt16, offset: UInt16, value: [UInt8], frame: Int)]] = [[], []]
+        var preparedBytes = [0, 0]
+        var longReads: [LongRead?] = [nil, nil]
+    }
+
+    /// The table in use for a connection and where it came from.
+    public func table(for key: ConnectionKey) -> (AttributeTable, TableSource)? {
+        guard let s = sessions[key], let t = tables[s.device] else { return nil }
+        return (t.table, t.discovered ? .discovered : defaultTableSource)
+    }
+
+    /// Every device table built so far (for reports at the end of a file).
+    public var deviceTables: [(device: String, table: AttributeTable, source: TableSource)] {
+        tables.map { id, t in
+            let name: String = switch id {
+            case .address(let a): a.description
+            case .connection(let k): k.description
+            }
+            return (name, t.table, t.discovered ? .discovered : defaultTableSource)
+        }.sorted { $0.device < $1.device }
+    }
+
+    public func consume(_ record: CaptureRecord) {
+        events.removeAll(keepingCapacity: true)
+        link.consume(record)
+        for event in link.events {
+            switch event {
+            case .l2cap(let key, let cid, let direction) where cid == 0x0004:
+                consumeATT(key, cid: cid, direction: direction, bytes: link.payload, record: record)
+            case .connectionComplete(let info):
+                sessions[info.key] = nil
+                events.append(.link(event))
+            case .disconnection(let info, _):
+                sessions[info.key] = nil
+                events.append(.link(event))
+            default:
+                events.append(.link(event))
+            }
+        }
+    }
+
+    private func makeSession(_ key: ConnectionKey) -> Session {
+        let info = link.connections[key]
+        let device: DeviceID
+        if let a = info?.peerAddress ?? info?.peripheralAddress { device = .address(a) } else { device = .connection(key) }
+        if tables[device] == nil {
+            tables[device] = DeviceTable(table: defaultTable ?? AttributeTable())
+        }
+        return Session(device: device)
+    }
+
+    @inline(__always)
+    private static func slot(_ d: PacketDirection) -> Int {
+        d == .received || d == .peripheralToCentral ? 1 : 0
+    }
+
+    private func consumeATT(_ key: ConnectionKey, cid: UInt16, direction: PacketDirection,
+                            bytes: UnsafeRawBufferPointer, record: CaptureRecord) {
+        guard let opcode = bytes.first else {
+            events.append(.link(.malformed(key, .att, reason: "empty ATT PDU")))
+            return
+        }
+        var session = sessions.removeValue(forKey: key) ?? makeSession(key)
+        defer { sessions[key] = session }
+        var event = ATTEvent(connection: key, direction: direction, cid: cid, opcode: opcode, pdu: nil,
+                             malformed: nil, handle: nil, info: nil, mtu: session.mtu, length: bytes.count - 1)
+        let pdu: ATTPDU
+        do {
+            pdu = try ATTPDU.decode(bytes)
+        } catch {
+            event.malformed = error.reason
+            events.append(.att(event))
+            return
+        }
+        if case .unknown = pdu {
+            event.malformed = "unknown ATT opcode 0x\(Hex.string([opcode]))"
+        }
+        event.pdu = pdu
+        event.handle = pdu.handle
+        if let h = pdu.handle { event.info = tables[session.device]?.table.info(for: h) }
+        events.append(.att(event))
+        track(pdu, &session, key: key, direction: direction, record: record)
+    }
+
+    /// Session bookkeeping: MTU, discovery into the table, long operations, subscriptions.
+    private func track(_ pdu: ATTPDU, _ s: inout Session, key: ConnectionKey, direction: PacketDirection,
+                       record: CaptureRecord) {
+        let mine = Self.slot(direction)
+        let other = 1 - mine
+        switch pdu {
+        case .exchangeMTURequest(let client):
+            s.clientMTU = client
+        case .exchangeMTUResponse(let server):
+            let client = s.clientMTU ?? 23
+            s.mtu = max(23, Int(min(client, server)))
+            events.append(.operation(.mtuExchanged(key, clientMTU: client, serverMTU: server, mtu: s.mtu)))
+        case .readByGroupTypeRequest(let start, _, let type):
+            s.requests[mine] = Request(opcode: pdu.opcode, handle: start, type: type, value: [], frame: record.number)
+        case .readByTypeRequest(let start, _, let type):
+            s.requests[mine] = Request(opcode: pdu.opcode, handle: start, type: type, value: [], frame: record.number)
+        case .findByTypeValueRequest(let start, _, let type, let value):
+            s.requests[mine] = Request(opcode: pdu.opcode, handle: start, type: BluetoothUUID(uuid16: type), value: value, frame: record.number)
+        case .findInformationRequest(let start, _):
+            s.requests[mine] = Request(opcode: pdu.opcode, handle: start, type: nil, value: [], frame: record.number)
+        case .readRequest(let handle):
+            s.requests[mine] = Request(opcode: pdu.opcode, handle: handle, type: nil, value: [], frame: record.number)
+        case .readBlobRequest(let handle, _):
+            s.requests[mine] = Request(opcode: pdu.opcode, handle: handle, type: nil, value: [], frame: record.number)
+        case .readByGroupTypeResponse(_, let entries):
+            guard let req = s.requests[other], req.opcode == 0x10, let type = req.type?.uuid16,
+                  type == 0x2800 || type == 0x2801 else { break }
+            s.requests[other] = nil
+            update(s.device, key) { t in
+                for e in entries {
+                    if let uuid = BluetoothUUID(littleEndianBytes: e.value) {
+                        t.addService(start: e.handle, end: e.endGroupHandle, uuid: uuid, primary: type == 0x2800)
+                    }
+                }
+            }
+        case .readByTypeResponse(_, let entries):
+            guard let req = s.requests[other], req.opcode == 0x08, let type = req.type else { break }
+            s.requests[other] = nil
+            if type.uuid16 == 0x2803 {
+                update(s.device, key) { t in
+                    for e in entries where e.value.count == 5 || e.value.count == 19 {
+                        let valueHandle = UInt16(e.value[1]) | UInt16(e.value[2]) << 8
+                        if let uuid = BluetoothUUID(littleEndianBytes: e.value[3...]) {
+                            t.addCharacteristic(declaration: e.handle, properties: e.value[0], valueHandle: valueHandle, uuid: uuid)
+                        }
+                    }
+                }
+            } else if type.uuid16 != 0x2802 {
+                // Reading by characteristic UUID names the handles that carry it.
+                update(s.device, key) { t in
+                    for e in entries where t.info(for: e.handle) == nil {
+                        t.addValueHandle(e.handle, uuid: type)
+                    }
+                }
+            }
+        case .findInformationResponse(_, let entries):
+            guard let req = s.requests[other], req.opcode == 0x04 else { break }
+            s.requests[other] = nil
+            update(s.device, key) { t in
+                for e in entries { t.addFoundInformation(handle: e.handle, uuid: e.uuid) }
+            }
+        case .findByTypeValueResponse(let entries):
+            guard let req = s.requests[other], req.opcode == 0x06, req.type?.uuid16 == 0x2800,
+                  let uuid = BluetoothUUID(littleEndianBytes: req.value) else { break }
+            s.requests[other] = nil
+            update(s.device, key) { t in
+                for e in entries { t.addService(start: e.foundHandle, end: e.groupEndHandle, uuid: uuid, primary: true) }
+            }
+        case .readResponse(let value):
+            guard let req = s.requests[other], req.opcode == 0x0A else { break }
+            s.requests[other] = nil
+            if value.count >= s.mtu - 1 {
+                s.longReads[other] = LongRead(handle: req.handle, bytes: value, firstFrame: req.frame, parts: 1)
+            } else {
+                s.longReads[other] = nil
+            }
+        case .readBlobResponse(let part):
+            guard let req = s.requests[other], req.opcode == 0x0C else { break }
+            s.requests[other] = nil
+            var read = s.longReads[other].flatMap { $0.handle == req.handle ? $0 : nil }
+                ?? LongRead(handle: req.handle, bytes: [], firstFrame: req.frame, parts: 0)
+            if read.bytes.count + part.count > Self.maxQueuedBytes {
+                s.longReads[other] = nil
+                events.append(.link(.malformed(key, .att, reason: "long read of handle 0x\(String(read.handle, radix: 16)) exceeds \(Self.maxQueuedBytes) bytes; abandoned")))
+                break
+            }
+            read.bytes += part
+            read.parts += 1
+            if part.count < s.mtu - 1 {
+                finishLongRead(read, s, key)
+                s.longReads[other] = nil
+            } else {
+                s.longReads[other] = read
+            }
+        case .errorResponse(let requestOpcode, _, _):
+            if let read = s.longReads[other], requestOpcode == 0x0C {
+                finishLongRead(read, s, key)
+                s.longReads[other] = nil
+            }
+            s.requests[other] = nil
+        case .prepareWriteRequest(let handle, let offset, let value):
+            if s.preparedBytes[mine] + value.count > Self.maxQueuedBytes {
+                events.append(.link(.malformed(key, .att, reason: "prepare-write queue exceeds \(Self.maxQueuedBytes) bytes; abandoned")))
+                s.prepared[mine] = []
+                s.preparedBytes[mine] = 0
+                break
+            }
+            s.prepared[mine].append((handle, offset, value, record.number))
+            s.preparedBytes[mine] += value.count
+        case .executeWriteRequest(let flags):
+            let queue = s.prepared[mine]
+            s.prepared[mine] = []
+            s.preparedBytes[mine] = 0
+            guard !queue.isEmpty else { break }
+            if flags & 1 == 0 {
+                events.append(.operation(.longWriteCancelled(key, parts: queue.count)))
+                break
+            }
+            let table = tables[s.device]?.table
+            var order: [UInt16] = []
+            var values: [UInt16: (bytes: [UInt8], first: Int, parts: Int)] = [:]
+            for part in queue {
+                if values[part.handle] == nil { order.append(part.handle); values[part.handle] = ([], part.frame, 0) }
+                var v = values[part.handle]!
+                let offset = Int(part.offset)
+                if offset > v.bytes.count { v.bytes += [UInt8](repeating: 0, count: offset - v.bytes.count) }
+                let end = offset + part.value.count
+                if end > v.bytes.count { v.bytes += [UInt8](repeating: 0, count: end - v.bytes.count) }
+                v.bytes.replaceSubrange(offset..<end, with: part.value)
+                v.parts += 1
+                values[part.handle] = v
+            }
+            for h in order {
+                let v = values[h]!
+                events.append(.operation(.longWrite(key, handle: h, info: table?.info(for: h), value: v.bytes, firstFrame: v.first, parts: v.parts)))
+            }
+        case .writeRequest(let handle, let value), .writeCommand(let handle, let value):
+            guard let info = tables[s.device]?.table.info(for: handle), info.role == .descriptor,
+                  info.uuid.uuid16 == 0x2902, value.count >= 2 else { break }
+            events.append(.operation(.subscription(key, cccdHandle: handle, characteristic: info.characteristic,
+                                                   notify: value[0] & 1 != 0, indicate: value[0] & 2 != 0)))
+        default:
+            break
+        }
+    }
+
+    private func finishLongRead(_ read: LongRead, _ s: Session, _ key: ConnectionKey) {
+        guard read.parts > 1 || read.firstFrame > 0 else { return }
+        let info = tables[s.device]?.table.info(for: read.handle)
+        events.append(.operation(.longRead(key, handle: read.handle, info: info, value: read.bytes,
+                                           firstFrame: read.firstFrame, parts: read.parts)))
+    }
+
+    private func update(_ device: DeviceID, _ key: ConnectionKey, _ change: (inout AttributeTable) -> Void) {
+        var t = tables[device] ?? DeviceTable(table: AttributeTable())
+        if !t.discovered, defaultTable != nil {
+            // A real discovery replaces a guessed table rather than mixing with it.
+            t.table = AttributeTable()
+        }
+        t.discovered = true
+        change(&t.table)
+        tables[device] = t
+        events.append(.operation(.tableUpdated(key)))
+    }
+}

@@ -1,0 +1,80 @@
+import ArgumentParser
+import ATT
+import Capture
+import GATT
+import HCI
+
+struct DecodeCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "decode",
+        abstract: "Print every ATT PDU and notable HCI, SMP and GATT event of captures.",
+        discussion: """
+            One line per ATT PDU: frame (record number, as Wireshark numbers frames), time, \
+            connection, direction, opcode, handle with its characteristic, and the value as hex \
+            and text. Link events (connections, encryption, disconnections), SMP pairing and \
+            joined GATT operations (long writes and reads, subscriptions, MTU) have lines of \
+            their own.
+
+            Directions: '>' the capturing host sent it, '<' it received it; sniffer captures \
+            show C>P (central to peripheral) and P>C.
+
+            --format json writes JSON Lines, one object per line with a "type" of att, gatt, \
+            link, smp, malformed or note. The schema is in the README.
+
+            Examples:
+              gattlab decode phone.btsnoop
+              gattlab decode --uuid OTA_STATUS --absolute-time phone.btsnoop
+              gattlab decode --format json capture.pcapng | jq 'select(.type=="att")'
+              gattlab decode --profile speaker --handle 0x0014 late-start.log
+            """)
+
+    @OptionGroup var options: DecodeOptions
+
+    @Option(name: .long, help: ArgumentHelp("Only this connection: a handle (0x40), hci1/0x40, or aa:ACCESS_ADDRESS.", valueName: "id"))
+    var connection: [ConnectionFilter] = []
+
+    @Option(name: .long, help: ArgumentHelp("Only ATT PDUs and operations on this attribute handle (repeatable).", valueName: "handle"))
+    var handle: [HandleFilter] = []
+
+    @Option(name: .long, help: ArgumentHelp("Only ATT PDUs on attributes of this UUID or name (repeatable), e.g. 2a19 or OTA_STATUS.", valueName: "uuid"))
+    var uuid: [UUIDFilter] = []
+
+    @Flag(name: .customLong("att-only"), help: "Only ATT PDUs: no link, SMP or GATT operation lines.")
+    var attOnly = false
+
+    @Flag(name: .customLong("absolute-time"), help: "Times as UTC ISO 8601 instead of seconds since the first record (text output).")
+    var absoluteTime = false
+
+    @Argument(help: ArgumentHelp("Capture files: btsnoop, PacketLogger, pcap or pcapng (format detected from content).", valueName: "file"))
+    var files: [String]
+
+    func run() throws {
+        let style = Style.forStdout(disabled: options.noColor)
+        let out = OutputStream()
+        var status = ExitStatus.success
+        for file in files {
+            let renderer = EventRenderer(out: out, json: options.format == .json, style: style,
+                                         reveal: options.revealSecrets, absoluteTime: absoluteTime,
+                                         file: files.count > 1 ? file : nil)
+            renderer.connectionFilter = connection
+            renderer.handleFilter = handle.map(\.handle)
+            renderer.uuidFilter = uuid
+            renderer.attOnly = attOnly
+            let decoder = try options.makeDecoder()
+            var decoded = 0
+            do {
+                let reader = try openCapture(file)
+                while let record = try reader.next() {
+                    decoder.consume(record)
+                    decoded += 1
+                    if !decoder.events.isEmpty { renderer.render(decoder.events, record: record, decoder: decoder) }
+                }
+            } catch {
+                out.flush()
+                status = status.worst(report(error, decoded: decoded))
+            }
+            out.flush()
+        }
+        if status != .success { throw status.exitCode }
+    }
+}

@@ -1,0 +1,405 @@
+import ATT
+import Capture
+import GATT
+import HCI
+
+/// Renders pipeline events as text lines or JSON Lines.
+final class EventRenderer {
+    let out: OutputStream
+    let json: Bool
+    let style: Style
+    let reveal: Bool
+    let absoluteTime: Bool
+    /// Set when several files are decoded at once: each line names its file.
+    let file: String?
+    var connectionFilter: [ConnectionFilter] = []
+    var handleFilter: [UInt16] = []
+    var uuidFilter: [UUIDFilter] = []
+    var attOnly = false
+    private var firstTime: Int64?
+    private var announcedTables: Set<ConnectionKey> = []
+
+    init(out: OutputStream, json: Bool, style: Style, reveal: Bool, absoluteTime: Bool, file: String?) {
+        self.out = out
+        self.json = json
+        self.style = style
+        self.reveal = reveal
+        self.absoluteTime = absoluteTime
+        self.file = file
+    }
+
+    func render(_ events: [GATTEvent], record: CaptureRecord, decoder: GATTDecoder) {
+        if firstTime == nil { firstTime = record.timestamp }
+        for event in events {
+            switch event {
+            case .att(let e):
+                guard passes(e.connection), passes(handle: e.handle, info: e.info) else { continue }
+                if !json, !announcedTables.contains(e.connection) {
+                    announceTable(e, record, decoder)
+                }
+                json ? jsonATT(e, record, decoder) : textATT(e, record, decoder)
+            case .operation(let op):
+                guard !attOnly else { continue }
+                operation(op, record)
+            case .link(let l):
+                guard !attOnly else { continue }
+                linkEvent(l, record)
+            }
+        }
+    }
+
+    /// Says once per connection where handle names come from, when they do not come from
+    /// discovery: a --gatt-table or --profile, or nothing (so the user knows to supply one).
+    private func announceTable(_ e: ATTEvent, _ record: CaptureRecord, _ decoder: GATTDecoder) {
+        guard let (table, source) = decoder.table(for: e.connection), source != .discovered else { return }
+        if case .none = source {
+            guard e.handle != nil, e.info == nil, table.isEmpty else { return }
+        }
+        announcedTables.insert(e.connection)
+        line(record, e.connection, style.dim("GATT table: \(source)"))
+    }
+
+    // MARK: Filters
+
+    private func passes(_ key: ConnectionKey?) -> Bool {
+        guard !connectionFilter.isEmpty else { return true }
+        guard let key else { return false }
+        return connectionFilter.contains { $0.matches(key) }
+    }
+
+    private func passes(handle: UInt16?, info: HandleInfo?) -> Bool {
+        if !handleFilter.isEmpty {
+            guard let handle, handleFilter.contains(handle) else { return false }
+        }
+        if !uuidFilter.isEmpty {
+            guard let info else { return false }
+            return uuidFilter.contains { $0.matches(info.uuid) || $0.matches(info.characteristic) }
+        }
+        return true
+    }
+
+    /// Link lines only make sense unfiltered by handle or UUID.
+    private var linkLinesWanted: Bool { handleFilter.isEmpty && uuidFilter.isEmpty }
+
+    // MARK: Text
+
+    private func time(_ t: Int64) -> String {
+        absoluteTime ? TimeFormat.iso8601(t) : TimeFormat.relative(t, since: firstTime ?? t)
+    }
+
+    private func line(_ record: CaptureRecord, _ key: ConnectionKey?, _ body: String, arrow: String = " ") {
+        var s = ""
+        if let file { s += file + ": " }
+        let frame = String(record.number)
+        s += String(repeating: " ", count: max(0, 7 - frame.count)) + frame + "  " + time(record.timestamp) + "  "
+        let conn = key?.description ?? "-"
+        s += conn + String(repeating: " ", count: max(1, 8 - conn.count)) + " " + arrow
+        s += String(repeating: " ", count: max(1, 4 - arrow.count)) + body
+        out.line(s)
+    }
+
+    private func textATT(_ e: ATTEvent, _ record: CaptureRecord, _ decoder: GATTDecoder) {
+        let name = ATTOpcode.name(for: e.opcode)
+        var body = style.bold(name)
+        if let reason = e.malformed {
+            body += " " + style.red("[malformed: \(reason)]")
+        } else {
+            let table = decoder.table(for: e.connection)?.0
+            let detail = PDUDetails.text(e, table: table, reveal: reveal)
+            if !detail.isEmpty { body += "  " + detail }
+        }
+        line(record, e.connection, body, arrow: e.direction.arrow)
+    }
+
+    private func operation(_ op: GATTOperation, _ record: CaptureRecord) {
+        switch op {
+        case .mtuExchanged(let key, let client, let server, let mtu):
+            guard passes(key), linkLinesWanted else { return }
+            if json {
+                jsonLine(record, type: "gatt", key) { self.field("operation", "mtu"); self.field("clientMTU", Int(client)); self.field("serverMTU", Int(server)); self.field("mtu", mtu) }
+            } else {
+                line(record, key, style.cyan("GATT MTU \(mtu)") + " (client \(client), server \(server))")
+            }
+        case .longWrite(let key, let h, let info, let value, let first, let parts), .longRead(let key, let h, let info, let value, let first, let parts):
+            guard passes(key), passes(handle: h, info: info) else { return }
+            let isWrite = if case .longWrite = op { true } else { false }
+            let secret = PDUDetails.isSecret(info)
+            if json {
+                jsonLine(record, type: "gatt", key) {
+                    self.field("operation", isWrite ? "long-write" : "long-read")
+                    self.field("handle", Int(h))
+                    if let info { self.field("uuid", info.uuid.description); if let n = KnownUUIDs.name(info.uuid) { self.field("name", n) } }
+                    self.valueField(value, secret: secret)
+                    self.field("length", value.count)
+                    self.field("parts", parts)
+                    self.field("firstFrame", first)
+                }
+            } else {
+                let label = info.map { KnownUUIDs.name($0.uuid) ?? $0.uuid.description }.map { " " + $0 } ?? ""
+                line(record, key, style.cyan("GATT \(isWrite ? "long write" : "long read")") +
+                     " \(PDUDetails.handle(h))\(label), \(value.count) bytes in \(parts) parts from frame \(first)  " +
+                     PDUDetails.value(value, secret: secret, reveal: reveal))
+            }
+        case .longWriteCancelled(let key, let parts):
+            guard passes(key), linkLinesWanted else { return }
+            json ? jsonLine(record, type: "gatt", key) { self.field("operation", "long-write-cancelled"); self.field("parts", parts) }
+                : line(record, key, style.cyan("GATT long write cancelled") + " (\(parts) prepared parts dropped)")
+        case .subscription(let key, let cccd, let characteristic, let notify, let indicate):
+            guard passes(key), passes(handle: cccd, info: nil) || uuidFilter.contains(where: { $0.matches(characteristic) }) else { return }
+            let what = notify && indicate ? "notifications+indications" : notify ? "notifications" : indicate ? "indications" : "off"
+            if json {
+                jsonLine(record, type: "gatt", key) {
+                    self.field("operation", "subscribe")
+                    self.field("handle", Int(cccd))
+                    if let characteristic { self.field("characteristic", characteristic.description) }
+                    self.field("notify", notify)
+                    self.field("indicate", indicate)
+                }
+            } else {
+                let name = characteristic.map { KnownUUIDs.name($0) ?? $0.description } ?? "unknown characteristic"
+                line(record, key, style.cyan("GATT subscribe") + " \(name) via CCCD \(PDUDetails.handle(cccd)): \(what)")
+            }
+        case .tableUpdated:
+            break
+        }
+    }
+
+    private func linkEvent(_ l: LinkEvent, _ record: CaptureRecord) {
+        guard linkLinesWanted else { return }
+        let (key, kind, text, extra) = Self.describe(l, reveal: reveal)
+        guard let kind, passes(key) || (key == nil && connectionFilter.isEmpty) else { return }
+        if json {
+            let type = kind == "smp" ? "smp" : kind == "malformed" ? "malformed" : kind == "note" ? "note" : "link"
+            jsonLine(record, type: type, key) {
+                self.field("event", text.event)
+                for (k, v) in extra {
+                    switch v {
+                    case let i as Int: self.field(k, i)
+                    case let b as Bool: self.field(k, b)
+                    default: self.field(k, "\(v)")
+                    }
+                }
+            }
+        } else {
+            let body = kind == "malformed" ? style.red(text.line) : kind == "smp" ? style.yellow(text.line) : style.green(text.line)
+            line(record, key, body, arrow: text.arrow)
+        }
+    }
+
+    /// (connection, category or nil to skip, texts, JSON fields) for a link event.
+    static func describe(_ l: LinkEvent, reveal: Bool) -> (ConnectionKey?, String?, (event: String, line: String, arrow: String), [(String, Any)]) {
+        switch l {
+        case .controllerAdded(let index, let name, let address):
+            return (nil, "link", ("controller-added", "Controller hci\(index) \(name) \(address?.description ?? "")", " "),
+                    [("index", Int(index)), ("name", name), ("address", address?.description ?? "")])
+        case .controllerRemoved(let index):
+            return (nil, "link", ("controller-removed", "Controller hci\(index) removed", " "), [("index", Int(index))])
+        case .connectionComplete(let c):
+            var s = "Connected"
+            if let peer = c.peerAddress { s += " to \(peer) (\(c.peerAddressType?.description ?? "?"))" }
+            if let p = c.peripheralAddress, let ce = c.centralAddress { s += " central \(ce) -> peripheral \(p)" }
+            if c.role != .unknown { s += " as \(c.role.rawValue)" }
+            if let i = c.intervalMicroseconds { s += ", interval \(TimeFormat.duration(Int64(i)))" }
+            if let l = c.latency { s += ", latency \(l)" }
+            if let t = c.supervisionTimeoutMicroseconds { s += ", timeout \(TimeFormat.duration(Int64(t)))" }
+            var fields: [(String, Any)] = [("role", c.role.rawValue)]
+            if let peer = c.peerAddress { fields.append(("peer", peer.description)) }
+            if let t = c.peerAddressType { fields.append(("peerType", t.description)) }
+            if let ce = c.centralAddress { fields.append(("central", ce.description)) }
+            if let p = c.peripheralAddress { fields.append(("peripheral", p.description)) }
+            if let i = c.intervalMicroseconds { fields.append(("intervalMicros", i)) }
+            if let l = c.latency { fields.append(("latency", Int(l))) }
+            if let t = c.supervisionTimeoutMicroseconds { fields.append(("supervisionTimeoutMicros", t)) }
+            return (c.key, "link", ("connection-complete", s, " "), fields)
+        case .connectionFailed(let status, let peer):
+            return (nil, "link", ("connection-failed", "Connection to \(peer?.description ?? "?") failed: \(status)", " "),
+                    [("status", Int(status.rawValue)), ("statusName", status.name), ("peer", peer?.description ?? "")])
+        case .disconnection(let c, let reason):
+            return (c.key, "link", ("disconnection", "Disconnected: \(reason)", " "),
+                    [("reason", Int(reason.rawValue)), ("reasonName", reason.name)])
+        case .encryptionChange(let key, let enabled, let status, let keySize):
+            var s = status.rawValue != 0 ? "Encryption change failed: \(status)" : enabled ? "Encryption on" : "Encryption off"
+            if let keySize { s += " (key size \(keySize))" }
+            var fields: [(String, Any)] = [("enabled", enabled), ("status", Int(status.rawValue))]
+            if let keySize { fields.append(("keySize", Int(keySize))) }
+            return (key, "link", ("encryption-change", s, " "), fields)
+        case .encryptionKeyRefresh(let key, let status):
+            return (key, "link", ("encryption-key-refresh", "Encryption key refreshed (\(status.name))", " "), [("status", Int(status.rawValue))])
+        case .connectionUpdate(let key, let interval, let latency, let timeout):
+            return (key, "link", ("connection-update", "Connection updated: interval \(TimeFormat.duration(Int64(interval) * 1250)), latency \(latency), timeout \(TimeFormat.duration(Int64(timeout) * 10_000))", " "),
+                    [("intervalMicros", Int(interval) * 1250), ("latency", Int(latency)), ("supervisionTimeoutMicros", Int(timeout) * 10_000)])
+        case .dataLengthChange(let key, let tx, let rx):
+            return (key, "link", ("data-length-change", "Data length: tx \(tx), rx \(rx) octets", " "), [("maxTxOctets", Int(tx)), ("maxRxOctets", Int(rx))])
+        case .ltkRequest(let key, _, let ediv):
+            return (key, "link", ("ltk-request", "LTK requested (EDIV 0x\(String(ediv, radix: 16)))", " "), [("ediv", Int(ediv))])
+        case .ltkReply(let key, let ltk):
+            return (key, "link", ("ltk-reply", "LTK reply LTK=\(ltk.hex(reveal: reveal))", ">"), [("ltk", ltk.hex(reveal: reveal))])
+        case .ltkNegativeReply(let key):
+            return (key, "link", ("ltk-negative-reply", "LTK negative reply (no key: pairing needed)", ">"), [])
+        case .startEncryption(let key, let ltk, _, let ediv):
+            return (key, "link", ("start-encryption", "Start encryption LTK=\(ltk.hex(reveal: reveal)) EDIV 0x\(String(ediv, radix: 16))", ">"),
+                    [("ltk", ltk.hex(reveal: reveal)), ("ediv", Int(ediv))])
+        case .disconnectCommand(let key, let reason):
+            return (key, "link", ("disconnect-command", "Host asks to disconnect: \(reason)", ">"), [("reason", Int(reason.rawValue))])
+        case .createConnection(let peer, _):
+            return (nil, "link", ("create-connection", "Connecting to \(peer)", ">"), [("peer", peer.description)])
+        case .commandFailed(let opcode, let status):
+            return (nil, "link", ("command-failed", "\(HCINames.command(opcode)) failed: \(status)", "<"),
+                    [("command", Int(opcode)), ("commandName", HCINames.command(opcode)), ("status", Int(status.rawValue)), ("statusName", status.name)])
+        case .smp(let key, let direction, let pdu):
+            return (key, "smp", ("smp", "SMP \(pdu.summary(reveal: reveal))", direction.arrow),
+                    [("direction", direction.description), ("code", Int(pdu.code)), ("name", SMPPDU.name(pdu.code)), ("summary", pdu.summary(reveal: reveal))])
+        case .signalling(let key, let direction, let code, _):
+            return (key, "link", ("signalling", "L2CAP \(LinkEvent.signallingName(code))", direction.arrow),
+                    [("direction", direction.description), ("code", Int(code)), ("name", LinkEvent.signallingName(code))])
+        case .llControl(let key, let direction, let opcode):
+            return (key, "link", ("ll-control", LinkEvent.llControlName(opcode), direction.arrow),
+                    [("direction", direction.description), ("opcode", Int(opcode)), ("name", LinkEvent.llControlName(opcode))])
+        case .malformed(let key, let layer, let reason):
+            return (key, "malformed", ("malformed", "[malformed \(layer.rawValue)] \(reason)", " "), [("layer", layer.rawValue), ("reason", reason)])
+        case .text(let t):
+            return (nil, "note", ("note", "note: \(t)", " "), [("text", t)])
+        case .l2cap(let key, let cid, let direction):
+            return (key, "link", ("l2cap", "L2CAP CID 0x\(String(cid, radix: 16)) SDU", direction.arrow),
+                    [("cid", Int(cid)), ("direction", direction.description)])
+        }
+    }
+
+    // MARK: JSON Lines
+
+    private var firstField = true
+
+    private func jsonLine(_ record: CaptureRecord, type: String, _ key: ConnectionKey?, _ body: () -> Void) {
+        out.write("{\"type\":\"")
+        out.write(type)
+        out.write("\",\"frame\":")
+        out.int(record.number)
+        out.write(",\"time\":")
+        out.int(Int(record.timestamp))
+        if let file { out.write(",\"file\":"); out.jsonString(file) }
+        if let key {
+            out.write(",\"connection\":")
+            out.int(Int(key.id))
+            if !key.isLinkLayer { out.write(",\"controller\":"); out.int(Int(key.controller)) }
+        }
+        firstField = false
+        body()
+        out.write("}\n")
+    }
+
+    private func field(_ name: String, _ v: Int) {
+        out.write(",\""); out.write(name); out.write("\":"); out.int(v)
+    }
+
+    private func field(_ name: String, _ v: String) {
+        out.write(",\""); out.write(name); out.write("\":"); out.jsonString(v)
+    }
+
+    private func field(_ name: String, _ v: Bool) {
+        out.write(",\""); out.write(name); out.write(v ? "\":true" : "\":false")
+    }
+
+    private func valueField(_ v: [UInt8], secret: Bool, name: String = "value") {
+        out.write(",\""); out.write(name); out.write("\":\"")
+        if secret && !reveal { out.write("<redacted:\(v.count) bytes>") } else { out.hex(v) }
+        out.write("\"")
+    }
+
+    private func jsonATT(_ e: ATTEvent, _ record: CaptureRecord, _ decoder: GATTDecoder) {
+        jsonLine(record, type: "att", e.connection) {
+            self.field("direction", e.direction.description)
+            self.field("cid", Int(e.cid))
+            self.field("opcode", Int(e.opcode))
+            self.field("opcodeName", ATTOpcode.name(for: e.opcode))
+            self.field("mtu", e.mtu)
+            if let h = e.handle { self.field("handle", Int(h)) }
+            if let info = e.info {
+                self.field("uuid", info.uuid.description)
+                if let n = KnownUUIDs.name(info.uuid) { self.field("name", n) }
+                if info.role != .value { self.field("role", info.role.rawValue) }
+            }
+            if let reason = e.malformed {
+                self.field("malformed", reason)
+                return
+            }
+            guard let pdu = e.pdu else { return }
+            let secret = PDUDetails.isSecret(e.info)
+            switch pdu {
+            case .errorResponse(let op, _, let error):
+                self.field("requestOpcode", Int(op))
+                self.field("requestOpcodeName", ATTOpcode.name(for: op))
+                self.field("error", Int(error.rawValue))
+                self.field("errorName", error.name)
+            case .exchangeMTURequest(let m), .exchangeMTUResponse(let m):
+                self.field("rxMTU", Int(m))
+            case .readBlobRequest(_, let off):
+                self.field("offset", Int(off))
+            case .prepareWriteRequest(_, let off, let v), .prepareWriteResponse(_, let off, let v):
+                self.field("offset", Int(off))
+                self.valueField(v, secret: secret)
+            case .executeWriteRequest(let flags):
+                self.field("flags", Int(flags))
+            case .findInformationRequest(let s, let end):
+                self.field("startHandle", Int(s)); self.field("endHandle", Int(end))
+            case .readByGroupTypeRequest(let s, let end, let type), .readByTypeRequest(let s, let end, let type):
+                self.field("startHandle", Int(s)); self.field("endHandle", Int(end)); self.field("type", type.description)
+            case .findByTypeValueRequest(let s, let end, let type, let v):
+                self.field("startHandle", Int(s)); self.field("endHandle", Int(end))
+                self.field("type", BluetoothUUID(uuid16: type).description)
+                self.valueField(v, secret: false)
+            case .readMultipleRequest(let hs), .readMultipleVariableRequest(let hs):
+                self.out.write(",\"handles\":[")
+                for (i, h) in hs.enumerated() { if i > 0 { self.out.byte(0x2C) }; self.out.int(Int(h)) }
+                self.out.write("]")
+            case .findInformationResponse(_, let entries):
+                self.out.write(",\"entries\":[")
+                for (i, en) in entries.enumerated() {
+                    if i > 0 { self.out.byte(0x2C) }
+                    self.out.write("{\"handle\":"); self.out.int(Int(en.handle))
+                    self.out.write(",\"uuid\":"); self.out.jsonString(en.uuid.description); self.out.write("}")
+                }
+                self.out.write("]")
+            case .readByGroupTypeResponse(_, let entries):
+                self.out.write(",\"entries\":[")
+                for (i, en) in entries.enumerated() {
+                    if i > 0 { self.out.byte(0x2C) }
+                    self.out.write("{\"handle\":"); self.out.int(Int(en.handle))
+                    self.out.write(",\"endHandle\":"); self.out.int(Int(en.endGroupHandle))
+                    self.out.write(",\"value\":\""); self.out.hex(en.value); self.out.write("\"}")
+                }
+                self.out.write("]")
+            case .readByTypeResponse(_, let entries), .multipleHandleValueNotification(let entries):
+                let table = decoder.table(for: e.connection)?.0
+                self.out.write(",\"entries\":[")
+                for (i, en) in entries.enumerated() {
+                    if i > 0 { self.out.byte(0x2C) }
+                    self.out.write("{\"handle\":"); self.out.int(Int(en.handle))
+                    let s = PDUDetails.isSecret(table?.info(for: en.handle))
+                    self.out.write(",\"value\":\"")
+                    if s && !self.reveal { self.out.write("<redacted:\(en.value.count) bytes>") } else { self.out.hex(en.value) }
+                    self.out.write("\"}")
+                }
+                self.out.write("]")
+            case .findByTypeValueResponse(let entries):
+                self.out.write(",\"entries\":[")
+                for (i, en) in entries.enumerated() {
+                    if i > 0 { self.out.byte(0x2C) }
+                    self.out.write("{\"handle\":"); self.out.int(Int(en.foundHandle))
+                    self.out.write(",\"endHandle\":"); self.out.int(Int(en.groupEndHandle)); self.out.write("}")
+                }
+                self.out.write("]")
+            case .readMultipleVariableResponse(let values):
+                self.out.write(",\"values\":[")
+                for (i, v) in values.enumerated() { if i > 0 { self.out.byte(0x2C) }; self.out.write("\""); self.out.hex(v); self.out.write("\"") }
+                self.out.write("]")
+            case .signedWriteCommand(_, let v, let sig):
+                self.valueField(v, secret: secret)
+                self.valueField(sig, secret: false, name: "signature")
+            case .unknown(_, let params):
+                self.valueField(params, secret: false, name: "parameters")
+            default:
+                if let v = pdu.value { self.valueField(v, secret: secret) }
+            }
+        }
+    }
+}

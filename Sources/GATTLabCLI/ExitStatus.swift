@@ -1,0 +1,53 @@
+import ArgumentParser
+import Capture
+
+/// Exit codes, distinct per kind of failure so scripts and CI can tell them apart
+/// (the numbers follow BSD sysexits, which many tools share).
+public enum ExitStatus: Int32, CaseIterable {
+    case success = 0
+    /// A finding: the analysis worked and found something to act on (audit, diff).
+    case finding = 1
+    /// The command line was wrong (ArgumentParser uses the same code).
+    case usage = 64
+    /// An input was damaged, truncated or in no format GATTLab reads.
+    case badInput = 65
+    /// An input could not be opened.
+    case noInput = 66
+    /// An output could not be created (exists without --force, no permission).
+    case cannotCreate = 73
+
+    var exitCode: ExitCode { ExitCode(rawValue) }
+
+    static func of(_ error: CaptureError) -> ExitStatus {
+        switch error.kind {
+        case .cannotOpen: .noInput
+        case .cannotWrite: .cannotCreate
+        case .unknownFormat, .unsupported, .truncated, .corrupt: .badInput
+        }
+    }
+
+    /// The worse of two outcomes: input and output failures outrank findings.
+    func worst(_ other: ExitStatus) -> ExitStatus {
+        func rank(_ s: ExitStatus) -> Int {
+            switch s {
+            case .success: 0
+            case .finding: 1
+            case .badInput: 2
+            case .noInput: 3
+            case .cannotCreate: 4
+            case .usage: 5
+            }
+        }
+        return rank(other) > rank(self) ? other : self
+    }
+}
+
+/// Reports a capture error as the one line users get, and what it means for the exit code.
+func report(_ error: CaptureError, decoded: Int) -> ExitStatus {
+    var line = "gattlab: error: \(error.description)"
+    if error.record != nil && decoded > 0 {
+        line += " (the \(decoded) records before it were decoded)"
+    }
+    printError(line)
+    return ExitStatus.of(error)
+}

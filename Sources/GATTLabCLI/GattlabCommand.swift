@@ -1,0 +1,32 @@
+import ArgumentParser
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The `gattlab` command: parsing and wiring only; the work is in the library modules.
+public struct GattlabCommand: ParsableCommand {
+    public static let configuration = CommandConfiguration(
+        commandName: "gattlab",
+        abstract: "Record, decode, replay and fuzz BLE GATT traffic of Wi-Fi provisioning and OTA devices.",
+        discussion: """
+            Reads btsnoop (Android, btmon), Apple PacketLogger, pcap and pcapng (HCI, Linux \
+            monitor, nRF Sniffer and other over-the-air sniffers), detected from content.
+
+            Exit codes: 0 success, 1 finding, 64 usage error, 65 damaged or unreadable input \
+            (the error names file, record and byte offset), 66 input not found, 73 output not \
+            created. Secrets (LTKs, Wi-Fi passwords) print as <redacted:N bytes> unless \
+            --reveal-secrets.
+
+            Start with:  gattlab info FILE   then   gattlab decode FILE
+            """,
+        version: "0.1.0",
+        subcommands: [InfoCommand.self, DecodeCommand.self, ConvertCommand.self])
+
+    public init() {}
+
+    /// Entry point: a closed pipe must end output quietly, not kill the process with SIGPIPE.
+    public static func start() {
+        signal(SIGPIPE, SIG_IGN)
+        main()
+    }
+}

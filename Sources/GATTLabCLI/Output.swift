@@ -1,0 +1,136 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Buffered writes to a file descriptor (stdout), cheap enough for millions of lines.
+/// A closed pipe (`gattlab decode f | head`) ends the program quietly, as Unix tools do.
+final class OutputStream {
+    private let fd: Int32
+    private var buffer: [UInt8] = []
+    private let limit = 1 << 16
+
+    init(fd: Int32 = 1) {
+        self.fd = fd
+        buffer.reserveCapacity(limit + 4096)
+    }
+
+    deinit { flush() }
+
+    @inline(__always)
+    func write(_ s: String) {
+        var s = s
+        s.withUTF8 { buffer.append(contentsOf: $0) }
+        if buffer.count >= limit { flush() }
+    }
+
+    @inline(__always)
+    func write(bytes: some Sequence<UInt8>) {
+        buffer.append(contentsOf: bytes)
+        if buffer.count >= limit { flush() }
+    }
+
+    @inline(__always)
+    func byte(_ b: UInt8) { buffer.append(b) }
+
+    func line(_ s: String) {
+        write(s)
+        buffer.append(0x0A)
+    }
+
+    func flush() {
+        guard !buffer.isEmpty else { return }
+        buffer.withUnsafeBytes { bytes in
+            var done = 0
+            while done < bytes.count {
+                let n = Glibc.write(fd, bytes.baseAddress! + done, bytes.count - done)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    if errno == EPIPE { exit(0) }
+                    return
+                }
+                done += n
+            }
+        }
+        buffer.removeAll(keepingCapacity: true)
+    }
+
+    // MARK: Fast formatting of the pieces JSON Lines and text output are made of.
+
+    static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
+
+    @inline(__always)
+    func hex(_ bytes: some Collection<UInt8>) {
+        for b in bytes {
+            buffer.append(Self.hexDigits[Int(b >> 4)])
+            buffer.append(Self.hexDigits[Int(b & 0xF)])
+        }
+        if buffer.count >= limit { flush() }
+    }
+
+    @inline(__always)
+    func int(_ v: Int) {
+        if v < 0 {
+            buffer.append(UInt8(ascii: "-"))
+            if v == Int.min { write("9223372036854775808"); return }
+            int(-v)
+            return
+        }
+        if v < 10 { buffer.append(UInt8(48 + v)); return }
+        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
+                     UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
+            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        var n = v
+        var count = 0
+        withUnsafeMutableBytes(of: &digits) { d in
+            while n > 0 {
+                d[count] = UInt8(48 + n % 10)
+                n /= 10
+                count += 1
+            }
+            for i in stride(from: count - 1, through: 0, by: -1) { buffer.append(d[i]) }
+        }
+    }
+
+    /// A JSON string literal with escapes.
+    func jsonString(_ s: String) {
+        buffer.append(UInt8(ascii: "\""))
+        for b in s.utf8 {
+            switch b {
+            case UInt8(ascii: "\""): buffer.append(UInt8(ascii: "\\")); buffer.append(b)
+            case UInt8(ascii: "\\"): buffer.append(UInt8(ascii: "\\")); buffer.append(b)
+            case 0x0A: write("\\n")
+            case 0x0D: write("\\r")
+            case 0x09: write("\\t")
+            case 0..<0x20:
+                write("\\u00")
+                buffer.append(Self.hexDigits[Int(b >> 4)])
+                buffer.append(Self.hexDigits[Int(b & 0xF)])
+            default: buffer.append(b)
+            }
+        }
+        buffer.append(UInt8(ascii: "\""))
+    }
+}
+
+/// Colour for terminals: only on a TTY, never with NO_COLOR set (https://no-color.org).
+struct Style {
+    let enabled: Bool
+
+    static func forStdout(disabled: Bool) -> Style {
+        let noColor = getenv("NO_COLOR").map { $0.pointee != 0 } ?? false
+        return Style(enabled: !disabled && !noColor && isatty(1) == 1)
+    }
+
+    func dim(_ s: String) -> String { enabled ? "\u{1B}[2m\(s)\u{1B}[0m" : s }
+    func bold(_ s: String) -> String { enabled ? "\u{1B}[1m\(s)\u{1B}[0m" : s }
+    func red(_ s: String) -> String { enabled ? "\u{1B}[31m\(s)\u{1B}[0m" : s }
+    func yellow(_ s: String) -> String { enabled ? "\u{1B}[33m\(s)\u{1B}[0m" : s }
+    func cyan(_ s: String) -> String { enabled ? "\u{1B}[36m\(s)\u{1B}[0m" : s }
+    func green(_ s: String) -> String { enabled ? "\u{1B}[32m\(s)\u{1B}[0m" : s }
+}
+
+/// Writes one line to stderr (errors, warnings, progress).
+func printError(_ s: String) {
+    var line = s + "\n"
+    line.withUTF8 { _ = Glibc.write(2, $0.baseAddress, $0.count) }
+}

@@ -1,0 +1,44 @@
+import Capture
+
+/// A Bluetooth device address, stored in display order (most significant byte first).
+public struct BDAddr: Hashable, Sendable, CustomStringConvertible {
+    public var bytes: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8)
+
+    /// Reads the 6 little-endian bytes HCI and the link layer carry.
+    public init(littleEndian d: UnsafeRawBufferPointer, at o: Int) {
+        bytes = (d[o + 5], d[o + 4], d[o + 3], d[o + 2], d[o + 1], d[o])
+    }
+
+    public init(_ b: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8)) { bytes = b }
+
+    /// Parses "AA:BB:CC:DD:EE:FF" (any case).
+    public init?(string: String) {
+        let parts = string.split(separator: ":")
+        guard parts.count == 6 else { return nil }
+        var v: [UInt8] = []
+        for p in parts {
+            guard p.count == 2, let b = UInt8(p, radix: 16) else { return nil }
+            v.append(b)
+        }
+        bytes = (v[0], v[1], v[2], v[3], v[4], v[5])
+    }
+
+    public var array: [UInt8] { [bytes.0, bytes.1, bytes.2, bytes.3, bytes.4, bytes.5] }
+    public var description: String { Hex.string(array, separator: ":").uppercased() }
+
+    public static func == (a: BDAddr, b: BDAddr) -> Bool { a.array == b.array }
+    public func hash(into h: inout Hasher) { h.combine(array) }
+}
+
+/// LE address types as HCI reports them.
+public enum AddressType: UInt8, Sendable, Hashable, CustomStringConvertible {
+    case publicDevice = 0, randomDevice = 1, publicIdentity = 2, randomIdentity = 3
+    public var description: String {
+        switch self {
+        case .publicDevice: "public"
+        case .randomDevice: "random"
+        case .publicIdentity: "public identity"
+        case .randomIdentity: "random identity"
+        }
+    }
+}

@@ -1,0 +1,374 @@
+import Capture
+
+/// Turns capture records into link events: HCI commands and events, ACL reassembled into L2CAP
+/// SDUs, SMP, and (for sniffer captures) the LE link layer.
+///
+/// One record at a time; memory follows live state (open connections, pending reassembly), never
+/// the file's size, and both are capped so hostile input cannot grow them without bound.
+public final class LinkDecoder {
+    /// Events of the last record consumed, in order.
+    public private(set) var events: [LinkEvent] = []
+    /// The bytes of the `.l2cap` event of the last record (at most one per record). Valid until the next `consume`.
+    public private(set) var payload = UnsafeRawBufferPointer(start: nil, count: 0)
+    /// Live connections.
+    public private(set) var connections: [ConnectionKey: ConnectionInfo] = [:]
+    /// Controllers seen (monitor captures), by index.
+    public private(set) var controllers: [UInt16: (name: String, address: BDAddr?)] = [:]
+
+    /// Caps on live state: beyond them the oldest partial state is dropped (and reported).
+    public static let maxConnections = 4096
+    public static let maxPendingReassemblies = 256
+
+    struct FragmentKey: Hashable {
+        var controller: UInt16
+        var id: UInt32
+        var direction: UInt8
+    }
+
+    /// A partially reassembled L2CAP PDU.
+    struct Pending {
+        var bytes: [UInt8]
+        var firstFrame: Int
+    }
+
+    var pending: [FragmentKey: Pending] = [:]
+    private var completed = UnsafeMutableRawPointer.allocate(byteCount: 65_540, alignment: 16)
+    /// Link-layer state for sniffer captures (see LinkLayerDecoder.swift).
+    var linkLayer = LinkLayerState()
+
+    public init() {}
+
+    deinit { completed.deallocate() }
+
+    /// Decodes one record; read `events` (and `payload` for `.l2cap`) afterwards.
+    public func consume(_ record: CaptureRecord) {
+        events.removeAll(keepingCapacity: true)
+        payload = UnsafeRawBufferPointer(start: nil, count: 0)
+        switch record.kind {
+        case .acl: consumeACL(record)
+        case .event: consumeEvent(record)
+        case .command: consumeCommand(record)
+        case .linkLayer: consumeLinkLayer(record)
+        case .newIndex: consumeNewIndex(record)
+        case .deleteIndex:
+            controllers[record.controller] = nil
+            events.append(.controllerRemoved(index: record.controller))
+        case .text: consumeText(record)
+        case .other where record.rawType == 0 && record.data.isEmpty:
+            events.append(.malformed(nil, .record, reason: "empty record"))
+        default: break
+        }
+    }
+
+    // MARK: Connections
+
+    /// The live connection for a key, created as "implicit" when the capture began mid-connection.
+    @inline(__always)
+    func touch(_ key: ConnectionKey, _ record: CaptureRecord) {
+        if connections[key] != nil {
+            connections[key]!.lastFrame = record.number
+            connections[key]!.lastTime = record.timestamp
+            return
+        }
+        if connections.count >= Self.maxConnections, let victim = connections.first(where: { $0.value.implicit })?.key {
+            connections[victim] = nil
+        }
+        var info = ConnectionInfo(key: key, frame: record.number, time: record.timestamp)
+        info.implicit = true
+        connections[key] = info
+    }
+
+    // MARK: ACL and L2CAP
+
+    private func consumeACL(_ record: CaptureRecord) {
+        let d = record.data
+        guard d.count >= 4 else {
+            events.append(.malformed(nil, .acl, reason: "ACL packet of \(d.count) bytes is shorter than its 4-byte header"))
+            return
+        }
+        let handleFlags = d.u16le(0)
+        let key = ConnectionKey(controller: record.controller, handle: handleFlags & 0x0FFF)
+        let boundary = (handleFlags >> 12) & 0x3
+        var length = Int(d.u16le(2))
+        touch(key, record)
+        if length > d.count - 4 {
+            if !record.isCut {
+                events.append(.malformed(key, .acl, reason: "ACL length \(length) exceeds the \(d.count - 4) bytes present"))
+            }
+            length = d.count - 4
+        }
+        let fragment = d.slice(4, length)
+        let direction = PacketDirection(record.direction)
+        let fragmentKey = FragmentKey(controller: key.controller, id: key.id, direction: direction.rawValue)
+        if boundary == 0x1 {
+            continueFragment(fragmentKey, key: key, direction: direction, fragment: fragment, record: record)
+        } else {
+            startFragment(fragmentKey, key: key, direction: direction, fragment: fragment, record: record)
+        }
+    }
+
+    /// A first fragment: complete on its own, or the start of a reassembly (dropping any unfinished one).
+    func startFragment(_ fk: FragmentKey, key: ConnectionKey, direction: PacketDirection,
+                       fragment: UnsafeRawBufferPointer, record: CaptureRecord) {
+        if !pending.isEmpty, let old = pending.removeValue(forKey: fk) {
+            events.append(.malformed(key, .l2cap, reason: "L2CAP PDU started at frame \(old.firstFrame) was never completed (\(old.bytes.count) bytes received)"))
+        }
+        if fragment.count >= 4 {
+            let total = 4 + Int(fragment.u16le(0))
+            if fragment.count >= total {
+                deliverL2CAP(key, direction: direction, sdu: fragment.slice(0, total), record: record)
+                return
+            }
+        }
+        if pending.count >= Self.maxPendingReassemblies, let victim = pending.keys.first {
+            pending[victim] = nil
+        }
+        pending[fk] = Pending(bytes: Array(fragment), firstFrame: record.number)
+    }
+
+    func continueFragment(_ fk: FragmentKey, key: ConnectionKey, direction: PacketDirection,
+                          fragment: UnsafeRawBufferPointer, record: CaptureRecord) {
+        guard var p = pending.removeValue(forKey: fk) else {
+            events.append(.malformed(key, .l2cap, reason: "continuation fragment with no start"))
+            return
+        }
+        p.bytes.append(contentsOf: fragment)
+        guard p.bytes.count >= 4 else {
+            pending[fk] = p
+            return
+        }
+        let total = 4 + Int(UInt16(p.bytes[0]) | UInt16(p.bytes[1]) << 8)
+        if p.bytes.count < total {
+            pending[fk] = p
+            return
+        }
+        p.bytes.withUnsafeBytes { bytes in
+            let count = min(total, bytes.count)
+            completed.copyMemory(from: bytes.baseAddress!, byteCount: count)
+        }
+        deliverL2CAP(key, direction: direction,
+                     sdu: UnsafeRawBufferPointer(start: completed, count: total), record: record)
+    }
+
+    /// One whole L2CAP PDU (basic header included).
+    func deliverL2CAP(_ key: ConnectionKey, direction: PacketDirection, sdu: UnsafeRawBufferPointer,
+                      record: CaptureRecord) {
+        let cid = sdu.u16le(2)
+        let body = sdu.dropping(4)
+        switch cid {
+        case 0x0006:
+            switch SMPPDU.decode(body) {
+            case .success(let pdu):
+                events.append(.smp(key, direction, pdu))
+            case .failure(let reason):
+                events.append(.malformed(key, .smp, reason: reason.text))
+            }
+        case 0x0005:
+            if body.count >= 4 {
+                events.append(.signalling(key, direction, code: body[0], identifier: body[1]))
+            } else {
+                events.append(.malformed(key, .signalling, reason: "signalling command of \(body.count) bytes is shorter than its 4-byte header"))
+            }
+        default:
+            payload = body
+            events.append(.l2cap(key, cid: cid, direction: direction))
+        }
+    }
+
+    // MARK: Events
+
+    private func consumeEvent(_ record: CaptureRecord) {
+        let d = record.data
+        guard d.count >= 2 else {
+            events.append(.malformed(nil, .hci, reason: "HCI event of \(d.count) bytes is shorter than its 2-byte header"))
+            return
+        }
+        let code = d[0]
+        let p = d.dropping(2)
+        if Int(d[1]) > p.count && !record.isCut {
+            events.append(.malformed(nil, .hci, reason: "\(HCINames.event(code)) parameter length \(d[1]) exceeds the \(p.count) bytes present"))
+        }
+        func short(_ need: Int, _ name: String) -> Bool {
+            if p.count >= need { return false }
+            events.append(.malformed(nil, .hci, reason: "\(name) needs \(need) parameter bytes, has \(p.count)"))
+            return true
+        }
+        switch code {
+        case 0x05:  // Disconnection Complete
+            guard !short(4, "Disconnection Complete"), p[0] == 0 else { return }
+            let key = ConnectionKey(controller: record.controller, handle: p.u16le(1) & 0x0FFF)
+            var info = connections.removeValue(forKey: key) ?? ConnectionInfo(key: key, frame: record.number, time: record.timestamp)
+            info.disconnectedAt = record.timestamp
+            info.disconnectedFrame = record.number
+            info.disconnectReason = HCIStatus(p[3])
+            info.lastFrame = record.number
+            info.lastTime = record.timestamp
+            dropPending(controller: key.controller, id: key.id)
+            events.append(.disconnection(info, reason: HCIStatus(p[3])))
+        case 0x08, 0x59:  // Encryption Change v1, v2
+            guard !short(code == 0x08 ? 4 : 5, HCINames.event(code)) else { return }
+            let key = ConnectionKey(controller: record.controller, handle: p.u16le(1) & 0x0FFF)
+            let enabled = p[0] == 0 && p[3] != 0
+            let keySize: UInt8? = code == 0x59 ? p[4] : nil
+            touch(key, record)
+            if p[0] == 0 {
+                setEncrypted(key, enabled, frame: record.number, keySize: keySize)
+            }
+            events.append(.encryptionChange(key, enabled: enabled, status: HCIStatus(p[0]), keySize: keySize))
+        case 0x30:  // Encryption Key Refresh Complete
+            guard !short(3, "Encryption Key Refresh Complete") else { return }
+            let key = ConnectionKey(controller: record.controller, handle: p.u16le(1) & 0x0FFF)
+            events.append(.encryptionKeyRefresh(key, status: HCIStatus(p[0])))
+        case 0x0E:  // Command Complete: report failures of the commands that matter
+            guard p.count >= 4 else { return }
+            let opcode = p.u16le(1)
+            if p[3] != 0, HCINames.commands[opcode] != nil {
+                events.append(.commandFailed(opcode: opcode, status: HCIStatus(p[3])))
+            }
+        case 0x0F:  // Command Status
+            guard p.count >= 4 else { return }
+            let opcode = p.u16le(2)
+            if p[0] != 0, HCINames.commands[opcode] != nil {
+                events.append(.commandFailed(opcode: opcode, status: HCIStatus(p[0])))
+            }
+        case 0x3E:
+            guard !short(1, "LE Meta event") else { return }
+            consumeLEMeta(record, p)
+        default:
+            break
+        }
+    }
+
+    private func consumeLEMeta(_ record: CaptureRecord, _ p: UnsafeRawBufferPointer) {
+        let sub = p[0]
+        let q = p.dropping(1)
+        func short(_ need: Int) -> Bool {
+            if q.count >= need { return false }
+            events.append(.malformed(nil, .hci, reason: "\(HCINames.leSubevent(sub)) needs \(need) parameter bytes, has \(q.count)"))
+            return true
+        }
+        switch sub {
+        case 0x01, 0x0A, 0x29:  // LE (Enhanced) Connection Complete
+            let enhanced = sub != 0x01
+            guard !short(enhanced ? 30 : 18) else { return }
+            let status = HCIStatus(q[0])
+            let peer = BDAddr(littleEndian: q, at: 5)
+            guard status.rawValue == 0 else {
+                events.append(.connectionFailed(status: status, peer: peer))
+                return
+            }
+            let key = ConnectionKey(controller: record.controller, handle: q.u16le(1) & 0x0FFF)
+            dropPending(controller: key.controller, id: key.id)
+            var info = ConnectionInfo(key: key, frame: record.number, time: record.timestamp)
+            info.role = q[3] == 0 ? .central : q[3] == 1 ? .peripheral : .unknown
+            info.peerAddressType = AddressType(rawValue: q[4])
+            info.peerAddress = peer
+            let at = enhanced ? 23 : 11
+            info.interval = q.u16le(at)
+            info.latency = q.u16le(at + 2)
+            info.supervisionTimeout = q.u16le(at + 4)
+            info.connectedAt = record.timestamp
+            info.connectedFrame = record.number
+            connections[key] = info
+            events.append(.connectionComplete(info))
+        case 0x03:  // Connection Update Complete
+            guard !short(9), q[0] == 0 else { return }
+            let key = ConnectionKey(controller: record.controller, handle: q.u16le(1) & 0x0FFF)
+            touch(key, record)
+            connections[key]?.interval = q.u16le(3)
+            connections[key]?.latency = q.u16le(5)
+            connections[key]?.supervisionTimeout = q.u16le(7)
+            events.append(.connectionUpdate(key, interval: q.u16le(3), latency: q.u16le(5), timeout: q.u16le(7)))
+        case 0x05:  // LTK Request
+            guard !short(12) else { return }
+            let key = ConnectionKey(controller: record.controller, handle: q.u16le(0) & 0x0FFF)
+            let rand = UInt64(q.u32le(2)) | UInt64(q.u32le(6)) << 32
+            events.append(.ltkRequest(key, rand: rand, ediv: q.u16le(10)))
+        case 0x07:  // Data Length Change
+            guard !short(10) else { return }
+            let key = ConnectionKey(controller: record.controller, handle: q.u16le(0) & 0x0FFF)
+            events.append(.dataLengthChange(key, maxTxOctets: q.u16le(2), maxRxOctets: q.u16le(6)))
+        default:
+            break
+        }
+    }
+
+    func setEncrypted(_ key: ConnectionKey, _ enabled: Bool, frame: Int, keySize: UInt8?) {
+        guard connections[key] != nil else { return }
+        connections[key]!.encrypted = enabled
+        if enabled && connections[key]!.firstEncryptedFrame == nil { connections[key]!.firstEncryptedFrame = frame }
+        if let keySize { connections[key]!.encryptionKeySize = keySize }
+    }
+
+    private func dropPending(controller: UInt16, id: UInt32) {
+        guard !pending.isEmpty else { return }
+        for direction in [PacketDirection.sent, .received, .unknown, .centralToPeripheral, .peripheralToCentral] {
+            pending[FragmentKey(controller: controller, id: id, direction: direction.rawValue)] = nil
+        }
+    }
+
+    // MARK: Commands
+
+    private func consumeCommand(_ record: CaptureRecord) {
+        let d = record.data
+        guard d.count >= 3 else {
+            events.append(.malformed(nil, .hci, reason: "HCI command of \(d.count) bytes is shorter than its 3-byte header"))
+            return
+        }
+        let opcode = d.u16le(0)
+        let p = d.dropping(3)
+        switch opcode {
+        case 0x0406 where p.count >= 3:  // Disconnect
+            let key = ConnectionKey(controller: record.controller, handle: p.u16le(0) & 0x0FFF)
+            events.append(.disconnectCommand(key, reason: HCIStatus(p[2])))
+        case 0x200D where p.count >= 12:  // LE Create Connection
+            events.append(.createConnection(peer: BDAddr(littleEndian: p, at: 6), peerType: p[5]))
+        case 0x2043 where p.count >= 10:  // LE Extended Create Connection
+            events.append(.createConnection(peer: BDAddr(littleEndian: p, at: 3), peerType: p[2]))
+        case 0x2019 where p.count >= 28:  // LE Start Encryption: carries the LTK
+            let key = ConnectionKey(controller: record.controller, handle: p.u16le(0) & 0x0FFF)
+            let rand = UInt64(p.u32le(2)) | UInt64(p.u32le(6)) << 32
+            events.append(.startEncryption(key, ltk: Secret(Array(p[12..<28]), label: "LTK"), rand: rand, ediv: p.u16le(10)))
+        case 0x201A where p.count >= 18:  // LE LTK Request Reply: carries the LTK
+            let key = ConnectionKey(controller: record.controller, handle: p.u16le(0) & 0x0FFF)
+            events.append(.ltkReply(key, ltk: Secret(Array(p[2..<18]), label: "LTK")))
+        case 0x201B where p.count >= 2:
+            events.append(.ltkNegativeReply(ConnectionKey(controller: record.controller, handle: p.u16le(0) & 0x0FFF)))
+        default:
+            break
+        }
+    }
+
+    // MARK: Monitor bookkeeping and text
+
+    private func consumeNewIndex(_ record: CaptureRecord) {
+        let d = record.data
+        guard d.count >= 16 else {
+            events.append(.malformed(nil, .record, reason: "monitor New Index of \(d.count) bytes is shorter than 16"))
+            return
+        }
+        let address = BDAddr(littleEndian: d, at: 2)
+        let name = String(decoding: d[8..<16].prefix { $0 != 0 }, as: UTF8.self)
+        controllers[record.controller] = (name, address)
+        events.append(.controllerAdded(index: record.controller, name: name, address: address))
+    }
+
+    private func consumeText(_ record: CaptureRecord) {
+        var d = record.data
+        if record.rawType == MonitorOpcode.userLogging.rawValue, record.linkLayer == nil, d.count >= 2 {
+            // priority u8, ident length u8, ident, message
+            let identLength = Int(d[1])
+            d = d.dropping(2 + identLength)
+        }
+        let text = String(decoding: d.prefix { $0 != 0 }, as: UTF8.self)
+        events.append(.text(text.trimmingNewlines()))
+    }
+}
+
+extension String {
+    func trimmingNewlines() -> String {
+        var s = Substring(self)
+        while let last = s.last, last == "\n" || last == "\r" { s = s.dropLast() }
+        return String(s)
+    }
+}

@@ -1,0 +1,104 @@
+import Capture
+
+/// Who sent a packet: the capturing host's view for HCI captures, the link's for sniffed ones.
+public enum PacketDirection: UInt8, Sendable, Hashable, CustomStringConvertible {
+    /// HCI host to controller: the local device sent it.
+    case sent
+    /// HCI controller to host: the peer sent it.
+    case received
+    case centralToPeripheral
+    case peripheralToCentral
+    case unknown
+
+    public var description: String {
+        switch self {
+        case .sent: "sent"
+        case .received: "received"
+        case .centralToPeripheral: "central->peripheral"
+        case .peripheralToCentral: "peripheral->central"
+        case .unknown: "unknown"
+        }
+    }
+
+    /// The short arrow form used in text output.
+    public var arrow: String {
+        switch self {
+        case .sent: ">"
+        case .received: "<"
+        case .centralToPeripheral: "C>P"
+        case .peripheralToCentral: "P>C"
+        case .unknown: "?"
+        }
+    }
+
+    init(_ d: Direction) {
+        self = d == .sent ? .sent : d == .received ? .received : .unknown
+    }
+}
+
+/// Which layer a malformed packet failed in.
+public enum Layer: String, Sendable, Hashable {
+    case record, hci, acl, l2cap, linkLayer = "ll", smp, signalling, att
+}
+
+/// What the HCI/link layer saw in one record. The decoder produces these in record order.
+public enum LinkEvent: Sendable {
+    /// A controller appeared in a monitor capture.
+    case controllerAdded(index: UInt16, name: String, address: BDAddr?)
+    case controllerRemoved(index: UInt16)
+    case connectionComplete(ConnectionInfo)
+    /// A connection attempt that failed (Connection Complete with a non-zero status).
+    case connectionFailed(status: HCIStatus, peer: BDAddr?)
+    case disconnection(ConnectionInfo, reason: HCIStatus)
+    case encryptionChange(ConnectionKey, enabled: Bool, status: HCIStatus, keySize: UInt8?)
+    case encryptionKeyRefresh(ConnectionKey, status: HCIStatus)
+    case connectionUpdate(ConnectionKey, interval: UInt16, latency: UInt16, timeout: UInt16)
+    case dataLengthChange(ConnectionKey, maxTxOctets: UInt16, maxRxOctets: UInt16)
+    case ltkRequest(ConnectionKey, rand: UInt64, ediv: UInt16)
+    /// The host answered an LTK request: the LTK is a secret.
+    case ltkReply(ConnectionKey, ltk: Secret)
+    case ltkNegativeReply(ConnectionKey)
+    case startEncryption(ConnectionKey, ltk: Secret, rand: UInt64, ediv: UInt16)
+    case disconnectCommand(ConnectionKey, reason: HCIStatus)
+    case createConnection(peer: BDAddr, peerType: UInt8)
+    case commandFailed(opcode: UInt16, status: HCIStatus)
+    case smp(ConnectionKey, PacketDirection, SMPPDU)
+    /// A complete L2CAP SDU on a fixed or dynamic channel. Its bytes are in `LinkDecoder.payload`.
+    case l2cap(ConnectionKey, cid: UInt16, direction: PacketDirection)
+    case signalling(ConnectionKey, PacketDirection, code: UInt8, identifier: UInt8)
+    /// A link-layer control PDU of a sniffed connection.
+    case llControl(ConnectionKey, PacketDirection, opcode: UInt8)
+    case malformed(ConnectionKey?, Layer, reason: String)
+    case text(String)
+}
+
+extension LinkEvent {
+    public static func signallingName(_ code: UInt8) -> String {
+        switch code {
+        case 0x01: "Command Reject"
+        case 0x06: "Disconnection Request"
+        case 0x07: "Disconnection Response"
+        case 0x12: "Connection Parameter Update Request"
+        case 0x13: "Connection Parameter Update Response"
+        case 0x14: "LE Credit Based Connection Request"
+        case 0x15: "LE Credit Based Connection Response"
+        case 0x16: "Flow Control Credit"
+        case 0x17: "Credit Based Connection Request"
+        case 0x18: "Credit Based Connection Response"
+        case 0x19: "Credit Based Reconfigure Request"
+        case 0x1A: "Credit Based Reconfigure Response"
+        default: "Signalling 0x\(Hex.string([code]))"
+        }
+    }
+
+    public static func llControlName(_ opcode: UInt8) -> String {
+        let names = ["LL_CONNECTION_UPDATE_IND", "LL_CHANNEL_MAP_IND", "LL_TERMINATE_IND", "LL_ENC_REQ",
+                     "LL_ENC_RSP", "LL_START_ENC_REQ", "LL_START_ENC_RSP", "LL_UNKNOWN_RSP",
+                     "LL_FEATURE_REQ", "LL_FEATURE_RSP", "LL_PAUSE_ENC_REQ", "LL_PAUSE_ENC_RSP",
+                     "LL_VERSION_IND", "LL_REJECT_IND", "LL_PERIPHERAL_FEATURE_REQ",
+                     "LL_CONNECTION_PARAM_REQ", "LL_CONNECTION_PARAM_RSP", "LL_REJECT_EXT_IND",
+                     "LL_PING_REQ", "LL_PING_RSP", "LL_LENGTH_REQ", "LL_LENGTH_RSP", "LL_PHY_REQ",
+                     "LL_PHY_RSP", "LL_PHY_UPDATE_IND", "LL_MIN_USED_CHANNELS_IND"]
+        return Int(opcode) < names.count ? names[Int(opcode)] : "LL control 0x\(Hex.string([opcode]))"
+    }
+}

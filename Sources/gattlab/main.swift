@@ -1,0 +1,3 @@
+import GATTLabCLI
+
+GattlabCommand.start()
