@@ -131,9 +131,8 @@ public final class GATTDecoder {
             events.append(.att(event))
             return
         }
-        if case .unknown = pdu {
-            event.malformed = "unknown ATT opcode 0x\(Hex.string([opcode]))"
-        }
+        // An opcode Core 5.4 does not define is shown as unknown, not malformed: Wireshark
+        // marks it the same way, and fuzzers and future specifications send them.
         event.pdu = pdu
         event.handle = pdu.handle
         if let h = pdu.handle { event.info = tables[session.device]?.table.info(for: h) }

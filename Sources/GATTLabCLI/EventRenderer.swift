@@ -342,10 +342,10 @@ final class EventRenderer {
             case .findInformationRequest(let s, let end):
                 self.field("startHandle", Int(s)); self.field("endHandle", Int(end))
             case .readByGroupTypeRequest(let s, let end, let type), .readByTypeRequest(let s, let end, let type):
-                self.field("startHandle", Int(s)); self.field("endHandle", Int(end)); self.field("type", type.description)
+                self.field("startHandle", Int(s)); self.field("endHandle", Int(end)); self.field("attributeType", type.description)
             case .findByTypeValueRequest(let s, let end, let type, let v):
                 self.field("startHandle", Int(s)); self.field("endHandle", Int(end))
-                self.field("type", BluetoothUUID(uuid16: type).description)
+                self.field("attributeType", BluetoothUUID(uuid16: type).description)
                 self.valueField(v, secret: false)
             case .readMultipleRequest(let hs), .readMultipleVariableRequest(let hs):
                 self.out.write(",\"handles\":[")
