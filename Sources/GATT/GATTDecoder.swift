@@ -82,10 +82,20 @@ public final class GATTDecoder {
     public func consume(_ record: CaptureRecord) {
         events.removeAll(keepingCapacity: true)
         link.consume(record)
+        // A lower layer that was malformed in this record (an LL or ACL length beyond the bytes
+        // present) makes the ATT PDU it carried malformed too, as Wireshark marks the frame.
+        var lowerMalformed: String?
         for event in link.events {
             switch event {
             case .l2cap(let key, let cid, let direction) where cid == 0x0004:
                 consumeATT(key, cid: cid, direction: direction, bytes: link.payload, record: record)
+                if let lowerMalformed, case .att(var e)? = events.last, e.malformed == nil {
+                    e.malformed = lowerMalformed
+                    events[events.count - 1] = .att(e)
+                }
+            case .malformed(_, let layer, let reason):
+                if layer == .linkLayer || layer == .acl { lowerMalformed = "\(layer.rawValue): \(reason)" }
+                events.append(.link(event))
             case .connectionComplete(let info):
                 sessions[info.key] = nil
                 events.append(.link(event))

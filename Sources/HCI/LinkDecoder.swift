@@ -7,11 +7,11 @@ import Capture
 /// the file's size, and both are capped so hostile input cannot grow them without bound.
 public final class LinkDecoder {
     /// Events of the last record consumed, in order.
-    public private(set) var events: [LinkEvent] = []
+    public internal(set) var events: [LinkEvent] = []
     /// The bytes of the `.l2cap` event of the last record (at most one per record). Valid until the next `consume`.
     public private(set) var payload = UnsafeRawBufferPointer(start: nil, count: 0)
     /// Live connections.
-    public private(set) var connections: [ConnectionKey: ConnectionInfo] = [:]
+    public internal(set) var connections: [ConnectionKey: ConnectionInfo] = [:]
     /// Controllers seen (monitor captures), by index.
     public private(set) var controllers: [UInt16: (name: String, address: BDAddr?)] = [:]
 
@@ -300,7 +300,7 @@ public final class LinkDecoder {
         if let keySize { connections[key]!.encryptionKeySize = keySize }
     }
 
-    private func dropPending(controller: UInt16, id: UInt32) {
+    func dropPending(controller: UInt16, id: UInt32) {
         guard !pending.isEmpty else { return }
         for direction in [PacketDirection.sent, .received, .unknown, .centralToPeripheral, .peripheralToCentral] {
             pending[FragmentKey(controller: controller, id: id, direction: direction.rawValue)] = nil

@@ -1,8 +1,114 @@
 import Capture
 
-/// State for over-the-air captures; filled in once the link-layer rules are settled.
-struct LinkLayerState {}
+/// State for over-the-air captures beyond what `LinkDecoder` keeps for HCI.
+struct LinkLayerState {
+    static let advertisingAccessAddress: UInt32 = 0x8E89_BED6
+}
 
+/// The LE link layer as sniffers see it: advertising PDUs (CONNECT_IND opens a connection keyed
+/// by its access address), data PDUs (LLID 2 starts an L2CAP PDU, LLID 1 continues it, LLID 3 is
+/// link-layer control) and encryption: a PDU the sniffer could not decrypt is counted, not decoded.
 extension LinkDecoder {
-    func consumeLinkLayer(_ record: CaptureRecord) {}
+    func consumeLinkLayer(_ record: CaptureRecord) {
+        let ll = record.linkLayer ?? LinkLayerInfo()
+        let crcBytes = ll.hasCRC ? 3 : 0
+        let d = record.data
+        guard d.count >= 6 + crcBytes else {
+            events.append(.malformed(nil, .linkLayer, reason: "link-layer packet of \(d.count) bytes is shorter than access address, header and CRC"))
+            return
+        }
+        let accessAddress = d.u32le(0)
+        let headerByte = d[4]
+        var length = Int(d[5])
+        if accessAddress == LinkLayerState.advertisingAccessAddress {
+            consumeAdvertising(record, pduType: headerByte & 0x0F, body: d.slice(6, min(length, d.count - 6 - crcBytes)))
+            return
+        }
+        let llid = headerByte & 0x03
+        let hasCTEInfo = headerByte & 0x20 != 0
+        let start = 6 + (hasCTEInfo ? 1 : 0)
+        let available = max(0, d.count - start - crcBytes)
+        // Wireshark counts the CTEInfo byte inside Length; so do we, to read the same payload.
+        if hasCTEInfo { length = max(0, length - 1) }
+        let key = ConnectionKey(accessAddress: accessAddress)
+        touch(key, record)
+        if ll.encrypted && ll.micOK != true {
+            // Encrypted and not decrypted by the sniffer: nothing above the link layer can be read.
+            return
+        }
+        if length > available {
+            if !record.isCut {
+                events.append(.malformed(key, .linkLayer, reason: "LL length \(length) exceeds the \(available) bytes present"))
+            }
+            length = available
+        }
+        let payload = d.slice(start, length)
+        let direction: PacketDirection = switch ll.direction {
+        case .centralToPeripheral: .centralToPeripheral
+        case .peripheralToCentral: .peripheralToCentral
+        case .unknown: .unknown
+        }
+        let fragmentKey = FragmentKey(controller: key.controller, id: key.id, direction: direction.rawValue)
+        switch llid {
+        case 0x2:
+            startFragment(fragmentKey, key: key, direction: direction, fragment: payload, record: record)
+        case 0x1:
+            if length > 0 {
+                continueFragment(fragmentKey, key: key, direction: direction, fragment: payload, record: record)
+            }
+        case 0x3:
+            consumeControl(key, direction: direction, payload, record: record)
+        default:
+            events.append(.malformed(key, .linkLayer, reason: "reserved LLID 0"))
+        }
+    }
+
+    private func consumeAdvertising(_ record: CaptureRecord, pduType: UInt8, body: UnsafeRawBufferPointer) {
+        // CONNECT_IND (and AUX_CONNECT_REQ): InitA, AdvA, then LLData with the new access address.
+        guard pduType == 0x05, body.count >= 34 else { return }
+        let accessAddress = body.u32le(12)
+        let key = ConnectionKey(accessAddress: accessAddress)
+        dropPending(controller: key.controller, id: key.id)
+        var info = ConnectionInfo(key: key, frame: record.number, time: record.timestamp)
+        info.centralAddress = BDAddr(littleEndian: body, at: 0)
+        info.peripheralAddress = BDAddr(littleEndian: body, at: 6)
+        info.interval = body.u16le(22)
+        info.latency = body.u16le(24)
+        info.supervisionTimeout = body.u16le(26)
+        info.connectedAt = record.timestamp
+        info.connectedFrame = record.number
+        connections[key] = info
+        events.append(.connectionComplete(info))
+    }
+
+    private func consumeControl(_ key: ConnectionKey, direction: PacketDirection, _ p: UnsafeRawBufferPointer, record: CaptureRecord) {
+        guard let opcode = p.first else {
+            events.append(.malformed(key, .linkLayer, reason: "empty LL control PDU"))
+            return
+        }
+        events.append(.llControl(key, direction, opcode: opcode))
+        switch opcode {
+        case 0x00 where p.count >= 12:  // LL_CONNECTION_UPDATE_IND: WinSize, WinOffset, Interval, Latency, Timeout, Instant
+            connections[key]?.interval = p.u16le(4)
+            connections[key]?.latency = p.u16le(6)
+            connections[key]?.supervisionTimeout = p.u16le(8)
+        case 0x02 where p.count >= 2:  // LL_TERMINATE_IND
+            var info = connections.removeValue(forKey: key) ?? ConnectionInfo(key: key, frame: record.number, time: record.timestamp)
+            info.disconnectedAt = record.timestamp
+            info.disconnectedFrame = record.number
+            info.disconnectReason = HCIStatus(p[1])
+            dropPending(controller: key.controller, id: key.id)
+            events.append(.disconnection(info, reason: HCIStatus(p[1])))
+        case 0x05, 0x06:  // LL_START_ENC_REQ / RSP: from here on the link is encrypted
+            if connections[key]?.encrypted == false {
+                setEncrypted(key, true, frame: record.number, keySize: nil)
+                events.append(.encryptionChange(key, enabled: true, status: HCIStatus(0), keySize: nil))
+            }
+        case 0x0B:  // LL_PAUSE_ENC_RSP
+            setEncrypted(key, false, frame: record.number, keySize: nil)
+            events.append(.encryptionChange(key, enabled: false, status: HCIStatus(0), keySize: nil))
+        default:
+            break
+        }
+    }
 }
