@@ -6,6 +6,9 @@ import PackageDescription
 
 let strict: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
+    // The decoders mutate class state once per record; dynamic exclusivity checks cost about a
+    // sixth of decoding time (measured with perf). Static checks stay; bounds checks stay.
+    .unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release)),
 ]
 
 let package = Package(

@@ -31,9 +31,11 @@ public final class GATTDecoder {
         case connection(ConnectionKey)
     }
 
-    struct DeviceTable {
+    /// A device's table, shared by reference with the sessions of its connections.
+    final class DeviceTable {
         var table: AttributeTable
         var discovered = false
+        init(table: AttributeTable) { self.table = table }
     }
 
     struct Request {
@@ -51,8 +53,10 @@ public final class GATTDecoder {
         var parts: Int
     }
 
-    struct Session {
-        var device: DeviceID
+    /// Per-connection state; a class so the hot path updates it in place.
+    final class Session {
+        let device: DeviceID
+        let table: DeviceTable
         var mtu = 23
         var clientMTU: UInt16?
         /// Outstanding request per requesting side (0: sent/central, 1: received/peripheral).
@@ -60,11 +64,19 @@ public final class GATTDecoder {
         var prepared: [[(handle: UInt16, offset: UInt16, value: [UInt8], frame: Int)]] = [[], []]
         var preparedBytes = [0, 0]
         var longReads: [LongRead?] = [nil, nil]
+
+        init(device: DeviceID, table: DeviceTable) {
+            self.device = device
+            self.table = table
+        }
     }
+
+    /// The session of the previous ATT PDU: consecutive PDUs are mostly on one connection.
+    private var lastSession: (key: ConnectionKey, session: Session)?
 
     /// The table in use for a connection and where it came from.
     public func table(for key: ConnectionKey) -> (AttributeTable, TableSource)? {
-        guard let s = sessions[key], let t = tables[s.device] else { return nil }
+        guard let t = (lastSession?.key == key ? lastSession?.session : sessions[key])?.table else { return nil }
         return (t.table, t.discovered ? .discovered : defaultTableSource)
     }
 
@@ -98,9 +110,11 @@ public final class GATTDecoder {
                 events.append(.link(event))
             case .connectionComplete(let info):
                 sessions[info.key] = nil
+                lastSession = nil
                 events.append(.link(event))
             case .disconnection(let info, _):
                 sessions[info.key] = nil
+                lastSession = nil
                 events.append(.link(event))
             default:
                 events.append(.link(event))
@@ -112,10 +126,14 @@ public final class GATTDecoder {
         let info = link.connections[key]
         let device: DeviceID
         if let a = info?.peerAddress ?? info?.peripheralAddress { device = .address(a) } else { device = .connection(key) }
-        if tables[device] == nil {
-            tables[device] = DeviceTable(table: defaultTable ?? AttributeTable())
+        let table: DeviceTable
+        if let existing = tables[device] {
+            table = existing
+        } else {
+            table = DeviceTable(table: defaultTable ?? AttributeTable())
+            tables[device] = table
         }
-        return Session(device: device)
+        return Session(device: device, table: table)
     }
 
     @inline(__always)
@@ -129,8 +147,16 @@ public final class GATTDecoder {
             events.append(.link(.malformed(key, .att, reason: "empty ATT PDU")))
             return
         }
-        var session = sessions.removeValue(forKey: key) ?? makeSession(key)
-        defer { sessions[key] = session }
+        let session: Session
+        if let last = lastSession, last.key == key {
+            session = last.session
+        } else if let existing = sessions[key] {
+            session = existing
+        } else {
+            session = makeSession(key)
+            sessions[key] = session
+        }
+        lastSession = (key, session)
         var event = ATTEvent(connection: key, direction: direction, cid: cid, opcode: opcode, pdu: nil,
                              malformed: nil, handle: nil, info: nil, mtu: session.mtu, length: bytes.count - 1)
         let pdu: ATTPDU
@@ -145,13 +171,13 @@ public final class GATTDecoder {
         // marks it the same way, and fuzzers and future specifications send them.
         event.pdu = pdu
         event.handle = pdu.handle
-        if let h = pdu.handle { event.info = tables[session.device]?.table.info(for: h) }
+        if let h = pdu.handle { event.info = session.table.table.info(for: h) }
         events.append(.att(event))
-        track(pdu, &session, key: key, direction: direction, record: record)
+        track(pdu, session, key: key, direction: direction, record: record)
     }
 
     /// Session bookkeeping: MTU, discovery into the table, long operations, subscriptions.
-    private func track(_ pdu: ATTPDU, _ s: inout Session, key: ConnectionKey, direction: PacketDirection,
+    private func track(_ pdu: ATTPDU, _ s: Session, key: ConnectionKey, direction: PacketDirection,
                        record: CaptureRecord) {
         let mine = Self.slot(direction)
         let other = 1 - mine
@@ -178,7 +204,7 @@ public final class GATTDecoder {
             guard let req = s.requests[other], req.opcode == 0x10, let type = req.type?.uuid16,
                   type == 0x2800 || type == 0x2801 else { break }
             s.requests[other] = nil
-            update(s.device, key) { t in
+            update(s.table, key) { t in
                 for e in entries {
                     if let uuid = BluetoothUUID(littleEndianBytes: e.value) {
                         t.addService(start: e.handle, end: e.endGroupHandle, uuid: uuid, primary: type == 0x2800)
@@ -189,7 +215,7 @@ public final class GATTDecoder {
             guard let req = s.requests[other], req.opcode == 0x08, let type = req.type else { break }
             s.requests[other] = nil
             if type.uuid16 == 0x2803 {
-                update(s.device, key) { t in
+                update(s.table, key) { t in
                     for e in entries where e.value.count == 5 || e.value.count == 19 {
                         let valueHandle = UInt16(e.value[1]) | UInt16(e.value[2]) << 8
                         if let uuid = BluetoothUUID(littleEndianBytes: e.value[3...]) {
@@ -199,7 +225,7 @@ public final class GATTDecoder {
                 }
             } else if type.uuid16 != 0x2802 {
                 // Reading by characteristic UUID names the handles that carry it.
-                update(s.device, key) { t in
+                update(s.table, key) { t in
                     for e in entries where t.info(for: e.handle) == nil {
                         t.addValueHandle(e.handle, uuid: type)
                     }
@@ -208,14 +234,14 @@ public final class GATTDecoder {
         case .findInformationResponse(_, let entries):
             guard let req = s.requests[other], req.opcode == 0x04 else { break }
             s.requests[other] = nil
-            update(s.device, key) { t in
+            update(s.table, key) { t in
                 for e in entries { t.addFoundInformation(handle: e.handle, uuid: e.uuid) }
             }
         case .findByTypeValueResponse(let entries):
             guard let req = s.requests[other], req.opcode == 0x06, req.type?.uuid16 == 0x2800,
                   let uuid = BluetoothUUID(littleEndianBytes: req.value) else { break }
             s.requests[other] = nil
-            update(s.device, key) { t in
+            update(s.table, key) { t in
                 for e in entries { t.addService(start: e.foundHandle, end: e.groupEndHandle, uuid: uuid, primary: true) }
             }
         case .readResponse(let value):
@@ -268,7 +294,7 @@ public final class GATTDecoder {
                 events.append(.operation(.longWriteCancelled(key, parts: queue.count)))
                 break
             }
-            let table = tables[s.device]?.table
+            let table = s.table.table
             var order: [UInt16] = []
             var values: [UInt16: (bytes: [UInt8], first: Int, parts: Int)] = [:]
             for part in queue {
@@ -284,10 +310,10 @@ public final class GATTDecoder {
             }
             for h in order {
                 let v = values[h]!
-                events.append(.operation(.longWrite(key, handle: h, info: table?.info(for: h), value: v.bytes, firstFrame: v.first, parts: v.parts)))
+                events.append(.operation(.longWrite(key, handle: h, info: table.info(for: h), value: v.bytes, firstFrame: v.first, parts: v.parts)))
             }
         case .writeRequest(let handle, let value), .writeCommand(let handle, let value):
-            guard let info = tables[s.device]?.table.info(for: handle), info.role == .descriptor,
+            guard let info = s.table.table.info(for: handle), info.role == .descriptor,
                   info.uuid.uuid16 == 0x2902, value.count >= 2 else { break }
             events.append(.operation(.subscription(key, cccdHandle: handle, characteristic: info.characteristic,
                                                    notify: value[0] & 1 != 0, indicate: value[0] & 2 != 0)))
@@ -298,20 +324,18 @@ public final class GATTDecoder {
 
     private func finishLongRead(_ read: LongRead, _ s: Session, _ key: ConnectionKey) {
         guard read.parts > 1 || read.firstFrame > 0 else { return }
-        let info = tables[s.device]?.table.info(for: read.handle)
+        let info = s.table.table.info(for: read.handle)
         events.append(.operation(.longRead(key, handle: read.handle, info: info, value: read.bytes,
                                            firstFrame: read.firstFrame, parts: read.parts)))
     }
 
-    private func update(_ device: DeviceID, _ key: ConnectionKey, _ change: (inout AttributeTable) -> Void) {
-        var t = tables[device] ?? DeviceTable(table: AttributeTable())
+    private func update(_ t: DeviceTable, _ key: ConnectionKey, _ change: (inout AttributeTable) -> Void) {
         if !t.discovered, defaultTable != nil {
             // A real discovery replaces a guessed table rather than mixing with it.
             t.table = AttributeTable()
         }
         t.discovered = true
         change(&t.table)
-        tables[device] = t
         events.append(.operation(.tableUpdated(key)))
     }
 }

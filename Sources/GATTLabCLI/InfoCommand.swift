@@ -87,6 +87,7 @@ final class CaptureSummary {
         var attPDUs = 0
         var encryptedFrame: Int?
         var pairing: String?
+        var lastFrame = 0
     }
 
     init(file: String) { self.file = file }
@@ -99,22 +100,26 @@ final class CaptureSummary {
             switch event {
             case .att(let e):
                 attPDUs += 1
-                let i = index(e.connection, record)
-                if let i { connections[i].attPDUs += 1 }
+                if let i = index(e.connection, record) {
+                    connections[i].attPDUs += 1
+                    connections[i].lastFrame = record.number
+                }
                 if let reason = e.malformed { noteMalformed("frame \(record.number): ATT \(reason)") }
             case .operation(.mtuExchanged(let key, _, _, let mtu)):
                 if let i = index(key, record) { connections[i].mtu = mtu }
             case .link(.connectionComplete(let info)):
                 open[info.key] = nil
+                lastIndex = nil
                 if connections.count < Self.maxConnections {
                     connections.append(Connection(info: info))
                     open[info.key] = connections.count - 1
                 }
             case .link(.disconnection(let info, _)):
+                lastIndex = nil
                 if let i = open[info.key] {
                     let mtu = connections[i].mtu, count = connections[i].attPDUs
                     let enc = connections[i].encryptedFrame, pairing = connections[i].pairing
-                    connections[i] = Connection(info: info, mtu: mtu, attPDUs: count, encryptedFrame: enc, pairing: pairing)
+                    connections[i] = Connection(info: info, mtu: mtu, attPDUs: count, encryptedFrame: enc, pairing: pairing, lastFrame: record.number)
                     open[info.key] = nil
                 } else if connections.count < Self.maxConnections {
                     connections.append(Connection(info: info))
@@ -145,8 +150,14 @@ final class CaptureSummary {
     }
 
     /// The open connection for a key, adding one for a capture that began mid-connection.
+    private var lastIndex: (key: ConnectionKey, index: Int)?
+
     private func index(_ key: ConnectionKey, _ record: CaptureRecord) -> Int? {
-        if let i = open[key] { return i }
+        if let last = lastIndex, last.key == key { return last.index }
+        if let i = open[key] {
+            lastIndex = (key, i)
+            return i
+        }
         guard connections.count < Self.maxConnections else { return nil }
         var info = ConnectionInfo(key: key, frame: record.number, time: record.timestamp)
         info.implicit = true
@@ -159,7 +170,7 @@ final class CaptureSummary {
         for (key, i) in open {
             if let live = decoder.link.connections[key] {
                 let c = connections[i]
-                connections[i] = Connection(info: live, mtu: c.mtu, attPDUs: c.attPDUs, encryptedFrame: c.encryptedFrame ?? live.firstEncryptedFrame, pairing: c.pairing)
+                connections[i] = Connection(info: live, mtu: c.mtu, attPDUs: c.attPDUs, encryptedFrame: c.encryptedFrame ?? live.firstEncryptedFrame, pairing: c.pairing, lastFrame: c.lastFrame)
             }
         }
         tables = decoder.deviceTables.filter { !$0.table.isEmpty }
@@ -284,7 +295,7 @@ final class CaptureSummary {
                     intervalMicros: i.intervalMicroseconds, latency: i.latency,
                     supervisionTimeoutMicros: i.supervisionTimeoutMicroseconds, mtu: c.mtu,
                     encrypted: enc != nil, firstEncryptedFrame: enc, pairing: c.pairing, attPDUs: c.attPDUs,
-                    firstFrame: i.connectedFrame ?? i.firstFrame, lastFrame: i.disconnectedFrame ?? i.lastFrame,
+                    firstFrame: i.connectedFrame ?? i.firstFrame, lastFrame: i.disconnectedFrame ?? max(c.lastFrame, i.firstFrame),
                     beganBeforeCapture: i.implicit, disconnectFrame: i.disconnectedFrame,
                     disconnectReason: i.disconnectReason?.rawValue, disconnectReasonName: i.disconnectReason?.name)
             },

@@ -69,17 +69,14 @@ public struct ConnectionInfo: Sendable, Hashable {
     public var encryptionKeySize: UInt8?
     /// Seen only through data: the capture started after the connection was made.
     public var implicit = false
+    /// Where the connection was first seen (its Connection Complete, or its first packet).
     public var firstFrame: Int
-    public var lastFrame: Int
     public var firstTime: Int64
-    public var lastTime: Int64
 
     public init(key: ConnectionKey, frame: Int, time: Int64) {
         self.key = key
         firstFrame = frame
-        lastFrame = frame
         firstTime = time
-        lastTime = time
     }
 
     public var intervalMicroseconds: Int? { interval.map { Int($0) * 1250 } }

@@ -28,6 +28,8 @@ public final class LinkDecoder {
     /// A partially reassembled L2CAP PDU.
     struct Pending {
         var bytes: [UInt8]
+        /// Size of the whole L2CAP PDU, header included.
+        var total: Int
         var firstFrame: Int
     }
 
@@ -62,20 +64,33 @@ public final class LinkDecoder {
 
     // MARK: Connections
 
-    /// The live connection for a key, created as "implicit" when the capture began mid-connection.
+    /// The key `touch` saw last: most records belong to the connection of the record before,
+    /// so this skips the hash lookup on the hot path. Cleared whenever a connection goes away.
+    private var lastTouched: ConnectionKey?
+
+    /// Makes sure a live connection exists for a key, created as "implicit" when the capture
+    /// began mid-connection.
     @inline(__always)
     func touch(_ key: ConnectionKey, _ record: CaptureRecord) {
-        if connections[key] != nil {
-            connections[key]!.lastFrame = record.number
-            connections[key]!.lastTime = record.timestamp
-            return
+        if key == lastTouched { return }
+        if connections[key] == nil {
+            if connections.count >= Self.maxConnections, let victim = connections.first(where: { $0.value.implicit })?.key {
+                forget(victim)
+            }
+            var info = ConnectionInfo(key: key, frame: record.number, time: record.timestamp)
+            info.implicit = true
+            connections[key] = info
         }
-        if connections.count >= Self.maxConnections, let victim = connections.first(where: { $0.value.implicit })?.key {
-            connections[victim] = nil
-        }
-        var info = ConnectionInfo(key: key, frame: record.number, time: record.timestamp)
-        info.implicit = true
-        connections[key] = info
+        lastTouched = key
+    }
+
+    /// Removes a connection and what is pending on it; returns what was known.
+    @discardableResult
+    func forget(_ key: ConnectionKey) -> ConnectionInfo? {
+        lastTouched = nil
+        dropPending(controller: key.controller, id: key.id)
+        linkLayer.sequence[key.id] = nil
+        return connections.removeValue(forKey: key)
     }
 
     // MARK: ACL and L2CAP
@@ -89,7 +104,8 @@ public final class LinkDecoder {
         let handleFlags = d.u16le(0)
         let key = ConnectionKey(controller: record.controller, handle: handleFlags & 0x0FFF)
         let boundary = (handleFlags >> 12) & 0x3
-        var length = Int(d.u16le(2))
+        let declared = Int(d.u16le(2))
+        var length = declared
         touch(key, record)
         if length > d.count - 4 {
             if !record.isCut {
@@ -101,60 +117,82 @@ public final class LinkDecoder {
         let direction = PacketDirection(record.direction)
         let fragmentKey = FragmentKey(controller: key.controller, id: key.id, direction: direction.rawValue)
         if boundary == 0x1 {
-            continueFragment(fragmentKey, key: key, direction: direction, fragment: fragment, record: record)
+            continueFragment(fragmentKey, key: key, direction: direction, fragment: fragment, record: record, abandonOnOverflow: false)
+            return
+        }
+        guard fragment.count >= 2 else {
+            events.append(.malformed(key, .acl, reason: "first ACL fragment of \(fragment.count) bytes has no L2CAP length"))
+            return
+        }
+        // As Wireshark: a start whose L2CAP length matches the ACL length is whole; anything
+        // else waits for continuations.
+        let total = 4 + Int(fragment.u16le(0))
+        if boundary == 0x3 || total == declared {
+            deliverL2CAP(key, direction: direction, sdu: fragment, record: record)
+        } else if fragment.count > total {
+            events.append(.malformed(key, .l2cap, reason: "first fragment of \(fragment.count) bytes is longer than its L2CAP PDU (\(total)); not decoded"))
         } else {
-            startFragment(fragmentKey, key: key, direction: direction, fragment: fragment, record: record)
+            startFragment(fragmentKey, key: key, total: total, fragment: fragment, record: record)
         }
     }
 
-    /// A first fragment: complete on its own, or the start of a reassembly (dropping any unfinished one).
-    func startFragment(_ fk: FragmentKey, key: ConnectionKey, direction: PacketDirection,
-                       fragment: UnsafeRawBufferPointer, record: CaptureRecord) {
+    /// The first fragment of a PDU that continues: it replaces any unfinished one on the same key.
+    func startFragment(_ fk: FragmentKey, key: ConnectionKey, total: Int, fragment: UnsafeRawBufferPointer,
+                       record: CaptureRecord) {
         if !pending.isEmpty, let old = pending.removeValue(forKey: fk) {
-            events.append(.malformed(key, .l2cap, reason: "L2CAP PDU started at frame \(old.firstFrame) was never completed (\(old.bytes.count) bytes received)"))
-        }
-        if fragment.count >= 4 {
-            let total = 4 + Int(fragment.u16le(0))
-            if fragment.count >= total {
-                deliverL2CAP(key, direction: direction, sdu: fragment.slice(0, total), record: record)
-                return
-            }
+            events.append(.malformed(key, .l2cap, reason: "L2CAP PDU started at frame \(old.firstFrame) was never completed (\(old.bytes.count) of \(old.total) bytes)"))
         }
         if pending.count >= Self.maxPendingReassemblies, let victim = pending.keys.first {
             pending[victim] = nil
         }
-        pending[fk] = Pending(bytes: Array(fragment), firstFrame: record.number)
+        var bytes = [UInt8]()
+        bytes.reserveCapacity(total)
+        bytes.append(contentsOf: fragment)
+        pending[fk] = Pending(bytes: bytes, total: total, firstFrame: record.number)
     }
 
+    /// A continuation: appended if it fits, and the PDU delivered when complete. One that would
+    /// overflow is dropped (HCI, as Wireshark does) or abandons the PDU (link layer).
     func continueFragment(_ fk: FragmentKey, key: ConnectionKey, direction: PacketDirection,
-                          fragment: UnsafeRawBufferPointer, record: CaptureRecord) {
+                          fragment: UnsafeRawBufferPointer, record: CaptureRecord, abandonOnOverflow: Bool) {
         guard var p = pending.removeValue(forKey: fk) else {
             events.append(.malformed(key, .l2cap, reason: "continuation fragment with no start"))
             return
         }
-        p.bytes.append(contentsOf: fragment)
-        guard p.bytes.count >= 4 else {
-            pending[fk] = p
+        if p.bytes.count + fragment.count > p.total {
+            events.append(.malformed(key, .l2cap, reason: "continuation of \(fragment.count) bytes overflows the L2CAP PDU started at frame \(p.firstFrame) (\(p.total - p.bytes.count) bytes missing)\(abandonOnOverflow ? "; PDU abandoned" : "; fragment dropped")"))
+            if !abandonOnOverflow { pending[fk] = p }
             return
         }
-        let total = 4 + Int(UInt16(p.bytes[0]) | UInt16(p.bytes[1]) << 8)
-        if p.bytes.count < total {
+        p.bytes.append(contentsOf: fragment)
+        if p.bytes.count < p.total {
             pending[fk] = p
             return
         }
         p.bytes.withUnsafeBytes { bytes in
-            let count = min(total, bytes.count)
-            completed.copyMemory(from: bytes.baseAddress!, byteCount: count)
+            completed.copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
         }
         deliverL2CAP(key, direction: direction,
-                     sdu: UnsafeRawBufferPointer(start: completed, count: total), record: record)
+                     sdu: UnsafeRawBufferPointer(start: completed, count: p.total), record: record)
     }
 
     /// One whole L2CAP PDU (basic header included).
     func deliverL2CAP(_ key: ConnectionKey, direction: PacketDirection, sdu: UnsafeRawBufferPointer,
                       record: CaptureRecord) {
+        guard sdu.count >= 4 else {
+            events.append(.malformed(key, .l2cap, reason: "L2CAP PDU of \(sdu.count) bytes is shorter than its 4-byte header"))
+            return
+        }
+        let length = Int(sdu.u16le(0))
         let cid = sdu.u16le(2)
-        let body = sdu.dropping(4)
+        var body = sdu.dropping(4)
+        if length > body.count {
+            if !record.isCut {
+                events.append(.malformed(key, .l2cap, reason: "L2CAP length \(length) exceeds the \(body.count) bytes present"))
+            }
+        } else {
+            body = body.slice(0, length)
+        }
         switch cid {
         case 0x0006:
             switch SMPPDU.decode(body) {
@@ -197,13 +235,10 @@ public final class LinkDecoder {
         case 0x05:  // Disconnection Complete
             guard !short(4, "Disconnection Complete"), p[0] == 0 else { return }
             let key = ConnectionKey(controller: record.controller, handle: p.u16le(1) & 0x0FFF)
-            var info = connections.removeValue(forKey: key) ?? ConnectionInfo(key: key, frame: record.number, time: record.timestamp)
+            var info = forget(key) ?? ConnectionInfo(key: key, frame: record.number, time: record.timestamp)
             info.disconnectedAt = record.timestamp
             info.disconnectedFrame = record.number
             info.disconnectReason = HCIStatus(p[3])
-            info.lastFrame = record.number
-            info.lastTime = record.timestamp
-            dropPending(controller: key.controller, id: key.id)
             events.append(.disconnection(info, reason: HCIStatus(p[3])))
         case 0x08, 0x59:  // Encryption Change v1, v2
             guard !short(code == 0x08 ? 4 : 5, HCINames.event(code)) else { return }
@@ -258,7 +293,7 @@ public final class LinkDecoder {
                 return
             }
             let key = ConnectionKey(controller: record.controller, handle: q.u16le(1) & 0x0FFF)
-            dropPending(controller: key.controller, id: key.id)
+            forget(key)
             var info = ConnectionInfo(key: key, frame: record.number, time: record.timestamp)
             info.role = q[3] == 0 ? .central : q[3] == 1 ? .peripheral : .unknown
             info.peerAddressType = AddressType(rawValue: q[4])

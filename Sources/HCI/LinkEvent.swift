@@ -46,10 +46,10 @@ public enum LinkEvent: Sendable {
     /// A controller appeared in a monitor capture.
     case controllerAdded(index: UInt16, name: String, address: BDAddr?)
     case controllerRemoved(index: UInt16)
-    case connectionComplete(ConnectionInfo)
+    indirect case connectionComplete(ConnectionInfo)
     /// A connection attempt that failed (Connection Complete with a non-zero status).
     case connectionFailed(status: HCIStatus, peer: BDAddr?)
-    case disconnection(ConnectionInfo, reason: HCIStatus)
+    indirect case disconnection(ConnectionInfo, reason: HCIStatus)
     case encryptionChange(ConnectionKey, enabled: Bool, status: HCIStatus, keySize: UInt8?)
     case encryptionKeyRefresh(ConnectionKey, status: HCIStatus)
     case connectionUpdate(ConnectionKey, interval: UInt16, latency: UInt16, timeout: UInt16)
@@ -62,7 +62,7 @@ public enum LinkEvent: Sendable {
     case disconnectCommand(ConnectionKey, reason: HCIStatus)
     case createConnection(peer: BDAddr, peerType: UInt8)
     case commandFailed(opcode: UInt16, status: HCIStatus)
-    case smp(ConnectionKey, PacketDirection, SMPPDU)
+    indirect case smp(ConnectionKey, PacketDirection, SMPPDU)
     /// A complete L2CAP SDU on a fixed or dynamic channel. Its bytes are in `LinkDecoder.payload`.
     case l2cap(ConnectionKey, cid: UInt16, direction: PacketDirection)
     case signalling(ConnectionKey, PacketDirection, code: UInt8, identifier: UInt8)

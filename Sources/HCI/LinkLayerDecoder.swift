@@ -3,6 +3,15 @@ import Capture
 /// State for over-the-air captures beyond what `LinkDecoder` keeps for HCI.
 struct LinkLayerState {
     static let advertisingAccessAddress: UInt32 = 0x8E89_BED6
+
+    /// Sequence numbers per connection seen opening (CONNECT_IND), to spot retransmissions.
+    struct Sequence {
+        /// Last SN per direction (central->peripheral, peripheral->central), as Wireshark seeds it.
+        var previous: (UInt8, UInt8) = (0, 1)
+        var seenData = false
+    }
+
+    var sequence: [UInt32: Sequence] = [:]
 }
 
 /// The LE link layer as sniffers see it: advertising PDUs (CONNECT_IND opens a connection keyed
@@ -48,13 +57,25 @@ extension LinkDecoder {
         case .peripheralToCentral: .peripheralToCentral
         case .unknown: .unknown
         }
+        let retransmission = isRetransmission(accessAddress, headerByte: headerByte, direction: direction)
         let fragmentKey = FragmentKey(controller: key.controller, id: key.id, direction: direction.rawValue)
         switch llid {
         case 0x2:
-            startFragment(fragmentKey, key: key, direction: direction, fragment: payload, record: record)
+            guard length > 0 else { return }
+            guard payload.count >= 2 else {
+                events.append(.malformed(key, .l2cap, reason: "L2CAP start of \(payload.count) byte has no length"))
+                return
+            }
+            let total = 4 + Int(payload.u16le(0))
+            if total <= length {
+                // Complete: decoded at once, retransmission or not, leaving any pending PDU alone.
+                deliverL2CAP(key, direction: direction, sdu: payload, record: record)
+            } else if !retransmission {
+                startFragment(fragmentKey, key: key, total: total, fragment: payload, record: record)
+            }
         case 0x1:
-            if length > 0 {
-                continueFragment(fragmentKey, key: key, direction: direction, fragment: payload, record: record)
+            if length > 0 && !retransmission {
+                continueFragment(fragmentKey, key: key, direction: direction, fragment: payload, record: record, abandonOnOverflow: true)
             }
         case 0x3:
             consumeControl(key, direction: direction, payload, record: record)
@@ -63,12 +84,37 @@ extension LinkDecoder {
         }
     }
 
+    /// Whether a data PDU repeats the last one in its direction (same SN): the central or
+    /// peripheral did not see it acknowledged. Known only for links whose CONNECT_IND was
+    /// captured and whose direction the sniffer reports; a retransmitted fragment must not be
+    /// appended twice.
+    private func isRetransmission(_ accessAddress: UInt32, headerByte: UInt8, direction: PacketDirection) -> Bool {
+        guard var state = linkLayer.sequence[accessAddress] else { return false }
+        defer { linkLayer.sequence[accessAddress] = state }
+        let sn = (headerByte >> 3) & 1
+        if !state.seenData {
+            state.seenData = true
+            return false
+        }
+        switch direction {
+        case .centralToPeripheral:
+            defer { state.previous.0 = sn }
+            return sn == state.previous.0
+        case .peripheralToCentral:
+            defer { state.previous.1 = sn }
+            return sn == state.previous.1
+        default:
+            return false
+        }
+    }
+
     private func consumeAdvertising(_ record: CaptureRecord, pduType: UInt8, body: UnsafeRawBufferPointer) {
         // CONNECT_IND (and AUX_CONNECT_REQ): InitA, AdvA, then LLData with the new access address.
         guard pduType == 0x05, body.count >= 34 else { return }
         let accessAddress = body.u32le(12)
         let key = ConnectionKey(accessAddress: accessAddress)
-        dropPending(controller: key.controller, id: key.id)
+        forget(key)
+        linkLayer.sequence[accessAddress] = LinkLayerState.Sequence()
         var info = ConnectionInfo(key: key, frame: record.number, time: record.timestamp)
         info.centralAddress = BDAddr(littleEndian: body, at: 0)
         info.peripheralAddress = BDAddr(littleEndian: body, at: 6)
@@ -93,11 +139,10 @@ extension LinkDecoder {
             connections[key]?.latency = p.u16le(6)
             connections[key]?.supervisionTimeout = p.u16le(8)
         case 0x02 where p.count >= 2:  // LL_TERMINATE_IND
-            var info = connections.removeValue(forKey: key) ?? ConnectionInfo(key: key, frame: record.number, time: record.timestamp)
+            var info = forget(key) ?? ConnectionInfo(key: key, frame: record.number, time: record.timestamp)
             info.disconnectedAt = record.timestamp
             info.disconnectedFrame = record.number
             info.disconnectReason = HCIStatus(p[1])
-            dropPending(controller: key.controller, id: key.id)
             events.append(.disconnection(info, reason: HCIStatus(p[1])))
         case 0x05, 0x06:  // LL_START_ENC_REQ / RSP: from here on the link is encrypted
             if connections[key]?.encrypted == false {
