@@ -53,7 +53,9 @@ final class EventRenderer {
     private func announceTable(_ e: ATTEvent, _ record: CaptureRecord, _ decoder: GATTDecoder) {
         guard let (table, source) = decoder.table(for: e.connection), source != .discovered else { return }
         if case .none = source {
-            guard e.handle != nil, e.info == nil, table.isEmpty else { return }
+            // Only a PDU that uses a characteristic shows the lack of a table; discovery requests carry handles too.
+            guard let pdu = e.pdu, pdu.value != nil || pdu.opcode == 0x0A || pdu.opcode == 0x0C,
+                  e.handle != nil, e.info == nil, table.isEmpty else { return }
         }
         announcedTables.insert(e.connection)
         line(record, e.connection, style.dim("GATT table: \(source)"))

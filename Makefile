@@ -1,0 +1,48 @@
+# GATTLab: two commands on a fresh Debian machine with Swift:
+#   make demo   installs what is missing, builds, and decodes the bundled capture
+#   make test   the same set-up, then every test (tshark conformance included)
+# Other targets: make build, make bench (release build, GATTLab vs tshark), make clean.
+
+SWIFT ?= swift
+APT_PACKAGES := libpcap-dev libbluetooth-dev tshark python3
+DEMO := Captures/speaker-ota-demo.btsnoop
+GATTLAB := .build/debug/gattlab
+
+.PHONY: all setup build demo test bench clean
+
+all: build
+
+# Installs the system packages the build and tests need: as root with apt-get, otherwise it
+# prints the exact command to run and stops.
+setup:
+	@command -v $(SWIFT) >/dev/null || { echo "error: swift not found; install Swift 6 (https://swift.org/install) and retry"; exit 1; }
+	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "installing:$$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq$$missing >/dev/null || exit 1; \
+	  else \
+	    echo "error: missing packages; run:  sudo apt-get install -y$$missing"; exit 1; \
+	  fi; \
+	fi
+
+build: setup
+	$(SWIFT) build --product gattlab
+
+demo: build
+	@echo "== gattlab info $(DEMO)"
+	@$(GATTLAB) info $(DEMO)
+	@echo
+	@echo "== gattlab decode $(DEMO)   (the Wi-Fi password is redacted; add --reveal-secrets to see it)"
+	@$(GATTLAB) decode $(DEMO)
+
+test: setup
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build --parallel --num-workers 2
+
+bench: setup
+	$(SWIFT) build -c release --product gattlab
+	python3 Benchmarks/bench.py --gattlab .build/release/gattlab
+
+clean:
+	rm -rf .build bench-out
