@@ -58,7 +58,8 @@ public final class PcapReader: CaptureReader {
         recordNumber = number
         let h = header.pointee
         let data = UnsafeRawBufferPointer(start: bytes, count: Int(h.caplen))
-        let timestamp = Int64(h.ts.tv_sec) * 1_000_000 + Int64(h.ts.tv_usec)
+        // Wrapping: a damaged or hostile timestamp is data, not a reason to trap.
+        let timestamp = Int64(h.ts.tv_sec) &* 1_000_000 &+ Int64(h.ts.tv_usec)
         var record = CaptureRecord(number: number, fileOffset: offset ?? -1, timestamp: timestamp,
                                    direction: .unknown, kind: .other,
                                    originalLength: max(Int(h.len), Int(h.caplen)), data: data)

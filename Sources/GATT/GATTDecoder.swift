@@ -277,14 +277,16 @@ public final class GATTDecoder {
             }
             s.requests[other] = nil
         case .prepareWriteRequest(let handle, let offset, let value):
-            if s.preparedBytes[mine] + value.count > Self.maxQueuedBytes {
+            // Each part costs its bytes plus bookkeeping, so even empty parts cannot grow the queue forever.
+            let cost = value.count + 16
+            if s.preparedBytes[mine] + cost > Self.maxQueuedBytes {
                 events.append(.link(.malformed(key, .att, reason: "prepare-write queue exceeds \(Self.maxQueuedBytes) bytes; abandoned")))
                 s.prepared[mine] = []
                 s.preparedBytes[mine] = 0
                 break
             }
             s.prepared[mine].append((handle, offset, value, record.number))
-            s.preparedBytes[mine] += value.count
+            s.preparedBytes[mine] += cost
         case .executeWriteRequest(let flags):
             let queue = s.prepared[mine]
             s.prepared[mine] = []

@@ -183,7 +183,7 @@ final class CaptureSummary {
         if let format, let linkType { out.line("  format       \(format), \(linkType)") }
         var span = "  records      \(records)"
         if let f = firstTime, let l = lastTime {
-            span += "  from \(TimeFormat.iso8601(f)) to \(TimeFormat.iso8601(l)) (\(TimeFormat.duration(l - f)))"
+            span += "  from \(TimeFormat.iso8601(f)) to \(TimeFormat.iso8601(l)) (\(TimeFormat.duration(l &- f)))"
         }
         out.line(span)
         for (index, c) in controllers.sorted(by: { $0.key < $1.key }) {

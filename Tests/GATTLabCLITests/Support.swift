@@ -1,0 +1,113 @@
+import Foundation
+import XCTest
+
+/// Runs the built `gattlab` and external tools, and finds the shared captures.
+enum Harness {
+    /// The package root (this file is Tests/GATTLabCLITests/Support.swift).
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent()
+
+    /// `../shared/captures/real`, beside the clone, as CI and the README set it up.
+    static let realCaptures = root.deletingLastPathComponent().appendingPathComponent("shared/captures/real")
+
+    static var gattlab: URL {
+        get throws {
+            var candidates: [URL] = []
+            if let exe = Bundle.main.executableURL { candidates.append(exe.deletingLastPathComponent().appendingPathComponent("gattlab")) }
+            candidates.append(URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("gattlab"))
+            candidates.append(root.appendingPathComponent(".build/debug/gattlab"))
+            for c in candidates where FileManager.default.isExecutableFile(atPath: c.path) { return c }
+            throw XCTSkip("gattlab binary not built: run `swift build` first") as Error
+        }
+    }
+
+    struct Result {
+        var status: Int32
+        var signalled: Bool
+        var stdout: String
+        var stderr: String
+        var seconds: Double
+    }
+
+    /// Runs a program with a time limit; a hang fails the test instead of hanging CI.
+    static func run(_ executable: URL, _ arguments: [String], environment: [String: String]? = nil,
+                    timeout: TimeInterval = 60) throws -> Result {
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        if let environment {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = FileHandle.nullDevice
+        let start = Date()
+        try process.run()
+        // Read both pipes while the process runs so a full pipe cannot block it.
+        nonisolated(unsafe) var outData = Data()
+        nonisolated(unsafe) var errData = Data()
+        let group = DispatchGroup()
+        group.enter()
+        DispatchQueue.global().async { outData = out.fileHandleForReading.readDataToEndOfFile(); group.leave() }
+        group.enter()
+        DispatchQueue.global().async { errData = err.fileHandleForReading.readDataToEndOfFile(); group.leave() }
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning && Date() < deadline { usleep(2000) }
+        if process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+            XCTFail("\(executable.lastPathComponent) \(arguments.joined(separator: " ")) did not finish within \(timeout) s")
+        }
+        process.waitUntilExit()
+        group.wait()
+        return Result(status: process.terminationStatus, signalled: process.terminationReason == .uncaughtSignal,
+                      stdout: String(decoding: outData, as: UTF8.self), stderr: String(decoding: errData, as: UTF8.self),
+                      seconds: Date().timeIntervalSince(start))
+    }
+
+    static func gattlab(_ arguments: [String], environment: [String: String]? = nil, timeout: TimeInterval = 60) throws -> Result {
+        try run(gattlab, arguments, environment: environment, timeout: timeout)
+    }
+
+    /// tshark is the reference decoder; its absence is a set-up error, not a reason to pass.
+    static var tshark: URL {
+        get throws {
+            for p in ["/usr/bin/tshark", "/usr/local/bin/tshark"] where FileManager.default.isExecutableFile(atPath: p) {
+                return URL(fileURLWithPath: p)
+            }
+            throw TestSetupError("tshark is not installed: run `make setup` (apt-get install tshark)")
+        }
+    }
+
+    /// PPI captures carry LE link-layer packets as DLT 147; this maps it to btle as MANIFEST.tsv says.
+    static let tsharkUserDLT = #"uat:user_dlts:"User 0 (DLT=147)","btle","0","","0","""#
+
+    static func manifest() throws -> [String] {
+        let path = realCaptures.appendingPathComponent("MANIFEST.tsv")
+        guard let text = try? String(contentsOf: path, encoding: .utf8) else {
+            throw TestSetupError("\(path.path) not found: the tests need ../shared beside the clone")
+        }
+        return text.split(separator: "\n").dropFirst().compactMap { $0.split(separator: "\t").first.map(String.init) }
+    }
+
+    static func temporaryDirectory() throws -> URL {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("gattlab-tests-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        return dir
+    }
+
+    /// JSON Lines objects of one type.
+    static func jsonLines(_ text: String, type: String? = nil) -> [[String: Any]] {
+        text.split(separator: "\n").compactMap { line in
+            guard let o = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else { return nil }
+            if let type, o["type"] as? String != type { return nil }
+            return o
+        }
+    }
+}
+
+struct TestSetupError: Error, CustomStringConvertible {
+    var description: String
+    init(_ d: String) { description = d }
+}

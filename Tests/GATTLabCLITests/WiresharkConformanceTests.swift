@@ -1,0 +1,115 @@
+import Foundation
+import XCTest
+
+/// Issue 2, "It must show" 1: for every real capture, the (frame, ATT opcode) sequence of
+/// `gattlab decode --format json` equals tshark's, and where tshark marks an ATT PDU malformed,
+/// GATTLab does too.
+final class WiresharkConformanceTests: XCTestCase {
+    struct PDU: Hashable, CustomStringConvertible {
+        var frame: Int
+        var opcode: Int
+        var description: String { "(\(frame), 0x\(String(opcode, radix: 16)))" }
+    }
+
+    /// Frames tshark calls malformed because of a dissector *above* ATT that decodes a
+    /// characteristic's value (Wireshark has value dissectors for SIG characteristics such as
+    /// HID reports; GATTLab leaves those values to the profile layer). Their opcodes are still
+    /// compared; only the malformed verdict is left out, and each is listed in the test log.
+    static let valueDissectors = ["USBHID", "BT GATT", "BT Mesh", "BT Common"]
+
+    struct TsharkView {
+        var pdus: [PDU] = []
+        var malformed: Set<PDU> = []
+        var valueMalformed: Set<PDU> = []
+    }
+
+    static func tsharkView(_ file: String) throws -> TsharkView {
+        let r = try Harness.run(Harness.tshark, ["-r", file, "-o", Harness.tsharkUserDLT, "-T", "fields",
+                                                 "-e", "frame.number", "-e", "btatt.opcode", "-e", "_ws.malformed"], timeout: 120)
+        XCTAssertEqual(r.status, 0, "tshark failed on \(file): \(r.stderr)")
+        var view = TsharkView()
+        for line in r.stdout.split(separator: "\n", omittingEmptySubsequences: true) {
+            let f = line.split(separator: "\t", omittingEmptySubsequences: false)
+            guard f.count >= 2, !f[1].isEmpty, let frame = Int(f[0]) else { continue }
+            let malformed = f.count > 2 ? String(f[2]) : ""
+            for op in f[1].split(separator: ",") {
+                guard let opcode = Int(op.dropFirst(2), radix: 16) else { continue }
+                let pdu = PDU(frame: frame, opcode: opcode)
+                view.pdus.append(pdu)
+                guard !malformed.isEmpty else { continue }
+                if Self.valueDissectors.contains(where: { malformed.contains("Malformed Packet: \($0)]") }) {
+                    view.valueMalformed.insert(pdu)
+                } else {
+                    view.malformed.insert(pdu)
+                }
+            }
+        }
+        return view
+    }
+
+    static func gattlabView(_ file: String) throws -> (pdus: [PDU], malformed: Set<PDU>, status: Int32, stderr: String) {
+        let r = try Harness.gattlab(["decode", "--format", "json", "--att-only", file], timeout: 120)
+        XCTAssertFalse(r.signalled, "gattlab crashed on \(file)")
+        var pdus: [PDU] = []
+        var malformed: Set<PDU> = []
+        for o in Harness.jsonLines(r.stdout, type: "att") {
+            guard let frame = o["frame"] as? Int, let opcode = o["opcode"] as? Int else {
+                XCTFail("ATT line without frame/opcode in \(file): \(o)")
+                continue
+            }
+            let pdu = PDU(frame: frame, opcode: opcode)
+            pdus.append(pdu)
+            if o["malformed"] != nil { malformed.insert(pdu) }
+        }
+        return (pdus, malformed, r.status, r.stderr)
+    }
+
+    func testEveryRealCaptureMatchesTshark() throws {
+        _ = try Harness.gattlab
+        _ = try Harness.tshark
+        let files = try Harness.manifest()
+        XCTAssertGreaterThan(files.count, 60, "MANIFEST.tsv lists the real captures")
+        final class Results: @unchecked Sendable {
+            let lock = NSLock()
+            var lines: [String] = []
+            var failures: [String] = []
+            var totalPDUs = 0
+        }
+        let results = Results()
+        DispatchQueue.concurrentPerform(iterations: files.count) { i in
+            let name = files[i]
+            let path = Harness.realCaptures.appendingPathComponent(name).path
+            do {
+                let t = try Self.tsharkView(path)
+                let g = try Self.gattlabView(path)
+                var problems: [String] = []
+                if g.status != 0 { problems.append("exit \(g.status): \(g.stderr)") }
+                if t.pdus != g.pdus {
+                    let onlyT = Set(t.pdus).subtracting(g.pdus).sorted { $0.frame < $1.frame }.prefix(10)
+                    let onlyG = Set(g.pdus).subtracting(t.pdus).sorted { $0.frame < $1.frame }.prefix(10)
+                    problems.append("opcodes differ (tshark \(t.pdus.count), gattlab \(g.pdus.count)); only tshark: \(Array(onlyT)), only gattlab: \(Array(onlyG))")
+                }
+                let gMalformed = g.malformed.subtracting(t.valueMalformed)
+                if t.malformed != gMalformed {
+                    problems.append("malformed differ; only tshark: \(t.malformed.subtracting(gMalformed).sorted { $0.frame < $1.frame }), only gattlab: \(gMalformed.subtracting(t.malformed).sorted { $0.frame < $1.frame })")
+                }
+                results.lock.lock()
+                results.totalPDUs += t.pdus.count
+                var line = "\(problems.isEmpty ? "ok  " : "FAIL") \(name): \(t.pdus.count) ATT PDUs, \(t.malformed.count) malformed"
+                if !t.valueMalformed.isEmpty {
+                    line += "; left out, malformed in a value dissector above ATT: \(t.valueMalformed.sorted { $0.frame < $1.frame })"
+                }
+                results.lines.append(line)
+                if !problems.isEmpty { results.failures.append("\(name): " + problems.joined(separator: "; ")) }
+                results.lock.unlock()
+            } catch {
+                results.lock.lock()
+                results.failures.append("\(name): \(error)")
+                results.lock.unlock()
+            }
+        }
+        for line in results.lines.sorted(by: { $0.dropFirst(5) < $1.dropFirst(5) }) { print(line) }
+        print("conformance: \(files.count - results.failures.count) of \(files.count) captures agree with tshark on \(results.totalPDUs) ATT PDUs")
+        for f in results.failures { XCTFail(f) }
+    }
+}
