@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""GATTLab decoding speed against tshark, side by side, in one run (`make bench`).
+
+Builds a btsnoop of N records from a real capture's records with rising timestamps, then
+decodes it to the GATT level with GATTLab and with tshark, and prints records/s, MB/s, peak
+RSS and the ratio. Peak RSS is the child's ru_maxrss from wait4, so it is measured, not guessed.
+
+Figures tracked (issue 2): at least 30x tshark's records/s for the GATT-level decode, and peak
+RSS under 64 MB at 1M and 4M records.
+"""
+import argparse
+import json
+import os
+import struct
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+DEFAULT_SOURCE = os.path.join(ROOT, "..", "shared", "captures", "real", "blefun__btsnoop_hci.log")
+EPOCH = 0x00DCDDB30F2F8000
+
+
+def build_capture(source, path, count):
+    """Repeats the source's records until `count`, timestamps rising 100 µs apart."""
+    if os.path.exists(path) and os.path.getsize(path) > 0 and path.endswith(f"-{count}.btsnoop"):
+        return
+    data = open(source, "rb").read()
+    if data[:8] != b"btsnoop\0":
+        sys.exit(f"{source}: not a btsnoop file")
+    records, offset = [], 16
+    while offset + 24 <= len(data):
+        _orig, incl, flags, _drops, _ts = struct.unpack(">IIIIq", data[offset:offset + 24])
+        if offset + 24 + incl > len(data):
+            break
+        records.append((flags, data[offset + 24:offset + 24 + incl]))
+        offset += 24 + incl
+    ts = EPOCH + 1_700_000_000_000_000
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        f.write(data[:16])
+        written = 0
+        while written < count:
+            for flags, payload in records:
+                if written == count:
+                    break
+                f.write(struct.pack(">IIIIq", len(payload), len(payload), flags, 0, ts))
+                f.write(payload)
+                ts += 100
+                written += 1
+    os.replace(tmp, path)
+
+
+def measure(argv):
+    """Wall time and peak RSS of one run, output discarded."""
+    start = time.perf_counter()
+    with open(os.devnull, "wb") as null:
+        proc = subprocess.Popen(argv, stdout=null, stderr=subprocess.PIPE)
+        _, status, usage = os.wait4(proc.pid, 0)
+        err = proc.stderr.read().decode(errors="replace")
+    elapsed = time.perf_counter() - start
+    code = os.waitstatus_to_exitcode(status)
+    if code != 0:
+        sys.exit(f"{' '.join(argv)} failed ({code}): {err.strip()}")
+    return elapsed, usage.ru_maxrss / 1024.0
+
+
+def best_of(argv, runs):
+    results = [measure(argv) for _ in range(runs)]
+    return min(r[0] for r in results), max(r[1] for r in results)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--gattlab", default=os.path.join(ROOT, ".build", "release", "gattlab"))
+    ap.add_argument("--source", default=DEFAULT_SOURCE)
+    ap.add_argument("--records", type=int, default=1_000_000)
+    ap.add_argument("--large", type=int, default=4_000_000, help="records of the large file (RSS check); 0 skips it")
+    ap.add_argument("--runs", type=int, default=3, help="GATTLab runs per case (best time is kept)")
+    ap.add_argument("--out", default=os.path.join(ROOT, "bench-out"))
+    args = ap.parse_args()
+
+    os.makedirs(args.out, exist_ok=True)
+    small = os.path.join(args.out, f"bench-{args.records}.btsnoop")
+    print(f"building {small} from {os.path.basename(args.source)} ...", file=sys.stderr)
+    build_capture(args.source, small, args.records)
+    size_mb = os.path.getsize(small) / 1e6
+
+    cases = [
+        ("gattlab info (decode to GATT, summary)", [args.gattlab, "info", small], args.runs),
+        ("gattlab decode --format json", [args.gattlab, "decode", "--format", "json", small], args.runs),
+        ("gattlab decode (text)", [args.gattlab, "decode", small], 1),
+        ("tshark -T fields -e frame.number -e btatt.opcode",
+         ["tshark", "-r", small, "-T", "fields", "-e", "frame.number", "-e", "btatt.opcode"], 1),
+    ]
+    rows = []
+    for name, argv, runs in cases:
+        print(f"running {name} ...", file=sys.stderr)
+        seconds, rss = best_of(argv, runs)
+        rows.append({"case": name, "records": args.records, "seconds": round(seconds, 3),
+                     "records_per_s": round(args.records / seconds), "mb_per_s": round(size_mb / seconds, 1),
+                     "peak_rss_mb": round(rss, 1)})
+    tshark_rate = rows[-1]["records_per_s"]
+    for r in rows:
+        r["x_tshark"] = round(r["records_per_s"] / tshark_rate, 1)
+
+    if args.large:
+        large = os.path.join(args.out, f"bench-{args.large}.btsnoop")
+        print(f"building {large} ...", file=sys.stderr)
+        build_capture(args.source, large, args.large)
+        seconds, rss = best_of([args.gattlab, "info", large], 1)
+        rows.append({"case": "gattlab info, large file", "records": args.large, "seconds": round(seconds, 3),
+                     "records_per_s": round(args.large / seconds),
+                     "mb_per_s": round(os.path.getsize(large) / 1e6 / seconds, 1), "peak_rss_mb": round(rss, 1),
+                     "x_tshark": round(args.large / seconds / tshark_rate, 1)})
+
+    print(f"\n{args.records:,} records, {size_mb:.1f} MB, from {os.path.basename(args.source)}; "
+          f"{os.cpu_count()} cores; best of {args.runs} for GATTLab\n")
+    print("| case | records | records/s | MB/s | peak RSS MB | x tshark |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for r in rows:
+        print(f"| {r['case']} | {r['records']:,} | {r['records_per_s']:,} | {r['mb_per_s']} | {r['peak_rss_mb']} | {r['x_tshark']} |")
+    with open(os.path.join(args.out, "results.json"), "w") as f:
+        json.dump(rows, f, indent=2)
+    gatt = rows[0]
+    verdicts = [f"GATT-level decode {gatt['x_tshark']}x tshark (aim 30x)",
+                f"peak RSS {max(r['peak_rss_mb'] for r in rows if r['case'].startswith('gattlab info'))} MB (aim < 64 MB)"]
+    print("\n" + "; ".join(verdicts))
+
+
+if __name__ == "__main__":
+    main()
