@@ -296,24 +296,11 @@ public final class GATTDecoder {
                 events.append(.operation(.longWriteCancelled(key, parts: queue.count)))
                 break
             }
-            let table = s.table.table
-            var order: [UInt16] = []
-            var values: [UInt16: (bytes: [UInt8], first: Int, parts: Int)] = [:]
-            for part in queue {
-                if values[part.handle] == nil { order.append(part.handle); values[part.handle] = ([], part.frame, 0) }
-                var v = values[part.handle]!
-                let offset = Int(part.offset)
-                if offset > v.bytes.count { v.bytes += [UInt8](repeating: 0, count: offset - v.bytes.count) }
-                let end = offset + part.value.count
-                if end > v.bytes.count { v.bytes += [UInt8](repeating: 0, count: end - v.bytes.count) }
-                v.bytes.replaceSubrange(offset..<end, with: part.value)
-                v.parts += 1
-                values[part.handle] = v
+            let joined = Self.joinPreparedWrites(queue, key: key, table: s.table.table)
+            if joined.isEmpty {
+                events.append(.link(.malformed(key, .att, reason: "prepared writes would join to more than \(Self.maxQueuedBytes) bytes (offsets up to \(queue.map(\.offset).max() ?? 0)); not joined")))
             }
-            for h in order {
-                let v = values[h]!
-                events.append(.operation(.longWrite(key, handle: h, info: table.info(for: h), value: v.bytes, firstFrame: v.first, parts: v.parts)))
-            }
+            events.append(contentsOf: joined.map { .operation($0) })
         case .writeRequest(let handle, let value), .writeCommand(let handle, let value):
             guard let info = s.table.table.info(for: handle), info.role == .descriptor,
                   info.uuid.uuid16 == 0x2902, value.count >= 2 else { break }
@@ -322,6 +309,37 @@ public final class GATTDecoder {
         default:
             break
         }
+    }
+
+    /// Joins a prepare-write queue into one value per handle, each part at its offset, in the
+    /// order the handles were first written. Offsets come from the air: the joined size is
+    /// checked before anything is allocated, so a hostile offset cannot inflate memory.
+    static func joinPreparedWrites(_ queue: [(handle: UInt16, offset: UInt16, value: [UInt8], frame: Int)],
+                                   key: ConnectionKey, table: AttributeTable) -> [GATTOperation] {
+        var order: [UInt16] = []
+        var sizes: [UInt16: Int] = [:]
+        for part in queue {
+            if sizes[part.handle] == nil { order.append(part.handle) }
+            sizes[part.handle] = max(sizes[part.handle] ?? 0, Int(part.offset) + part.value.count)
+        }
+        let total = sizes.values.reduce(0, +)
+        guard total <= maxQueuedBytes else {
+            return []
+        }
+        var joined: [GATTOperation] = []
+        for handle in order {
+            var bytes = [UInt8](repeating: 0, count: sizes[handle] ?? 0)
+            var first = 0
+            var parts = 0
+            for part in queue where part.handle == handle {
+                if parts == 0 { first = part.frame }
+                let offset = Int(part.offset)
+                bytes.replaceSubrange(offset..<(offset + part.value.count), with: part.value)
+                parts += 1
+            }
+            joined.append(.longWrite(key, handle: handle, info: table.info(for: handle), value: bytes, firstFrame: first, parts: parts))
+        }
+        return joined
     }
 
     private func finishLongRead(_ read: LongRead, _ s: Session, _ key: ConnectionKey) {

@@ -329,10 +329,11 @@ public final class LinkDecoder {
     }
 
     func setEncrypted(_ key: ConnectionKey, _ enabled: Bool, frame: Int, keySize: UInt8?) {
-        guard connections[key] != nil else { return }
-        connections[key]!.encrypted = enabled
-        if enabled && connections[key]!.firstEncryptedFrame == nil { connections[key]!.firstEncryptedFrame = frame }
-        if let keySize { connections[key]!.encryptionKeySize = keySize }
+        guard var info = connections[key] else { return }
+        info.encrypted = enabled
+        if enabled && info.firstEncryptedFrame == nil { info.firstEncryptedFrame = frame }
+        if let keySize { info.encryptionKeySize = keySize }
+        connections[key] = info
     }
 
     func dropPending(controller: UInt16, id: UInt32) {
