@@ -269,6 +269,16 @@ final class EventRenderer {
 
     // MARK: JSON Lines
 
+    /// UUID text and name of the last UUID rendered: consecutive PDUs mostly share a characteristic.
+    private var lastUUID: (uuid: BluetoothUUID, text: String, name: String?)?
+
+    private func uuidStrings(_ uuid: BluetoothUUID) -> (String, String?) {
+        if let last = lastUUID, last.uuid == uuid { return (last.text, last.name) }
+        let strings = (uuid.description, KnownUUIDs.name(uuid))
+        lastUUID = (uuid, strings.0, strings.1)
+        return strings
+    }
+
     private var firstField = true
 
     private func jsonLine(_ record: CaptureRecord, type: String, _ key: ConnectionKey?, _ body: () -> Void) {
@@ -316,8 +326,9 @@ final class EventRenderer {
             self.field("mtu", e.mtu)
             if let h = e.handle { self.field("handle", Int(h)) }
             if let info = e.info {
-                self.field("uuid", info.uuid.description)
-                if let n = KnownUUIDs.name(info.uuid) { self.field("name", n) }
+                let (uuid, name) = self.uuidStrings(info.uuid)
+                self.field("uuid", uuid)
+                if let name { self.field("name", name) }
                 if info.role != .value { self.field("role", info.role.rawValue) }
             }
             if let reason = e.malformed {

@@ -94,6 +94,17 @@ final class OutputStream {
     /// A JSON string literal with escapes.
     func jsonString(_ s: String) {
         buffer.append(UInt8(ascii: "\""))
+        var s = s
+        // Most strings need no escaping: copy them whole.
+        let plain = s.withUTF8 { bytes in
+            guard !bytes.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) else { return false }
+            buffer.append(contentsOf: bytes)
+            return true
+        }
+        if plain {
+            buffer.append(UInt8(ascii: "\""))
+            return
+        }
         for b in s.utf8 {
             switch b {
             case UInt8(ascii: "\""): buffer.append(UInt8(ascii: "\\")); buffer.append(b)
