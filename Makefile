@@ -38,7 +38,7 @@ demo: build
 
 test: setup
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build --parallel --num-workers 2
+	$(SWIFT) test --skip-build
 
 bench: setup
 	$(SWIFT) build -c release --product gattlab
