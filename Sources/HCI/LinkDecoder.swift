@@ -240,6 +240,21 @@ public final class LinkDecoder {
             info.disconnectedFrame = record.number
             info.disconnectReason = HCIStatus(p[3])
             events.append(.disconnection(info, reason: HCIStatus(p[3])))
+        case 0x03:  // Connection Complete (BR/EDR): classic links share captures with LE ones
+            guard !short(11, "Connection Complete") else { return }
+            let peer = BDAddr(littleEndian: p, at: 3)
+            guard p[0] == 0 else {
+                events.append(.connectionFailed(status: HCIStatus(p[0]), peer: peer))
+                return
+            }
+            let key = ConnectionKey(controller: record.controller, handle: p.u16le(1) & 0x0FFF)
+            forget(key)
+            var info = ConnectionInfo(key: key, frame: record.number, time: record.timestamp)
+            info.peerAddress = peer
+            info.connectedAt = record.timestamp
+            info.connectedFrame = record.number
+            connections[key] = info
+            events.append(.connectionComplete(info))
         case 0x08, 0x59:  // Encryption Change v1, v2
             guard !short(code == 0x08 ? 4 : 5, HCINames.event(code)) else { return }
             let key = ConnectionKey(controller: record.controller, handle: p.u16le(1) & 0x0FFF)
