@@ -45,6 +45,16 @@ public struct AttributeTable: Sendable, Hashable {
     public mutating func addService(start: UInt16, end: UInt16, uuid: BluetoothUUID, primary: Bool) {
         services[start] = Service(uuid: uuid, startHandle: start, endHandle: end, primary: primary)
         byHandle[start] = HandleInfo(role: .service, uuid: BluetoothUUID(uuid16: primary ? 0x2800 : 0x2801), characteristic: nil)
+        refreshDescriptorOwners()
+    }
+
+    /// Owners depend on services and characteristics, which may arrive after the descriptors:
+    /// recomputed whenever either changes (discovery is rare; lookups are per PDU).
+    private mutating func refreshDescriptorOwners() {
+        for handle in descriptors.keys {
+            let owner = owner(ofDescriptor: handle)?.uuid
+            byHandle[handle]?.characteristic = owner
+        }
     }
 
     public mutating func addCharacteristic(declaration: UInt16, properties: UInt8, valueHandle: UInt16, uuid: BluetoothUUID) {
@@ -53,11 +63,7 @@ public struct AttributeTable: Sendable, Hashable {
         byHandle[declaration] = HandleInfo(role: .declaration, uuid: BluetoothUUID(uuid16: 0x2803), characteristic: uuid)
         byHandle[valueHandle] = HandleInfo(role: .value, uuid: uuid, characteristic: uuid)
         descriptors[valueHandle] = nil
-        // Descriptors found earlier may belong to this characteristic.
-        for handle in descriptors.keys where handle > valueHandle {
-            let owner = owner(ofDescriptor: handle)?.uuid
-            byHandle[handle]?.characteristic = owner
-        }
+        refreshDescriptorOwners()
     }
 
     /// A value handle learned from Read By Type on a characteristic UUID, its declaration unseen.

@@ -224,8 +224,9 @@ public final class GATTDecoder {
                     }
                 }
             } else if type.uuid16 != 0x2802 {
-                // Reading by characteristic UUID names the handles that carry it.
-                update(s.table, key) { t in
+                // Reading by characteristic UUID names the handles that carry it: a read, not a
+                // discovery, so it adds to the table in use instead of replacing it.
+                update(s.table, key, discovery: false) { t in
                     for e in entries where t.info(for: e.handle) == nil {
                         t.addValueHandle(e.handle, uuid: type)
                     }
@@ -234,7 +235,7 @@ public final class GATTDecoder {
         case .findInformationResponse(_, let entries):
             guard let req = s.requests[other], req.opcode == 0x04 else { break }
             s.requests[other] = nil
-            update(s.table, key) { t in
+            update(s.table, key, discovery: false) { t in
                 for e in entries { t.addFoundInformation(handle: e.handle, uuid: e.uuid) }
             }
         case .findByTypeValueResponse(let entries):
@@ -349,12 +350,15 @@ public final class GATTDecoder {
                                            firstFrame: read.firstFrame, parts: read.parts)))
     }
 
-    private func update(_ t: DeviceTable, _ key: ConnectionKey, _ change: (inout AttributeTable) -> Void) {
-        if !t.discovered, defaultTable != nil {
-            // A real discovery replaces a guessed table rather than mixing with it.
-            t.table = AttributeTable()
+    /// Applies what a response taught. Service and characteristic discovery replaces a table
+    /// that came from --gatt-table or --profile (the device says what it has, rather than mixing
+    /// with a guess); descriptor discovery and reads by UUID only add to the table in use.
+    private func update(_ t: DeviceTable, _ key: ConnectionKey, discovery: Bool = true,
+                        _ change: (inout AttributeTable) -> Void) {
+        if discovery, !t.discovered {
+            if defaultTable != nil { t.table = AttributeTable() }
+            t.discovered = true
         }
-        t.discovered = true
         change(&t.table)
         events.append(.operation(.tableUpdated(key)))
     }

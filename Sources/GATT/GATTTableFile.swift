@@ -44,10 +44,7 @@ public struct GATTTableFile: Codable, Sendable {
             let mine = chars.filter { $0.declarationHandle >= s.startHandle && $0.declarationHandle <= s.endHandle }
             return Service(uuid: s.uuid, name: KnownUUIDs.name(s.uuid), startHandle: s.startHandle,
                            endHandle: s.endHandle, primary: s.primary, characteristics: mine.map { c in
-                let ds = descriptors.filter { table.owner(ofDescriptor: $0.key)?.declarationHandle == c.declarationHandle }
-                return Characteristic(uuid: c.uuid, name: KnownUUIDs.name(c.uuid), handle: c.declarationHandle,
-                                      valueHandle: c.valueHandle, properties: AttributeTable.propertyNames(c.properties),
-                                      descriptors: ds.map { Descriptor(uuid: $0.value, handle: $0.key) })
+                Self.characteristic(c, table: table, descriptors: descriptors)
             })
         }
         chars.removeAll { c in services.contains { $0.startHandle <= c.declarationHandle && c.declarationHandle <= $0.endHandle } }
@@ -55,10 +52,17 @@ public struct GATTTableFile: Codable, Sendable {
             // Characteristics discovered without their service go under a placeholder so they are not lost.
             services.append(Service(uuid: BluetoothUUID(uuid16: 0), name: "unknown service", startHandle: chars[0].declarationHandle,
                                     endHandle: chars.last!.valueHandle, primary: nil, characteristics: chars.map {
-                Characteristic(uuid: $0.uuid, name: KnownUUIDs.name($0.uuid), handle: $0.declarationHandle,
-                               valueHandle: $0.valueHandle, properties: AttributeTable.propertyNames($0.properties), descriptors: nil)
+                Self.characteristic($0, table: table, descriptors: descriptors)
             }))
         }
+    }
+
+    private static func characteristic(_ c: AttributeTable.Characteristic, table: AttributeTable,
+                                       descriptors: [(key: UInt16, value: BluetoothUUID)]) -> Characteristic {
+        let ds = descriptors.filter { table.owner(ofDescriptor: $0.key)?.declarationHandle == c.declarationHandle }
+        return Characteristic(uuid: c.uuid, name: KnownUUIDs.name(c.uuid), handle: c.declarationHandle,
+                              valueHandle: c.valueHandle, properties: AttributeTable.propertyNames(c.properties),
+                              descriptors: ds.map { Descriptor(uuid: $0.value, handle: $0.key) })
     }
 
     public var table: AttributeTable {

@@ -1,0 +1,148 @@
+import ATT
+import XCTest
+
+@testable import GATT
+
+final class KnownUUIDsTests: XCTestCase {
+    func testSIGNames() {
+        XCTAssertEqual(KnownUUIDs.name(BluetoothUUID(uuid16: 0x2902)), "Client Characteristic Configuration")
+        XCTAssertEqual(KnownUUIDs.name(BluetoothUUID(uuid16: 0x2901)), "Characteristic User Description")
+        XCTAssertEqual(KnownUUIDs.name(BluetoothUUID(uuid16: 0x2800)), "Primary Service")
+        XCTAssertEqual(KnownUUIDs.name(BluetoothUUID(uuid16: 0x2803)), "Characteristic")
+        XCTAssertEqual(KnownUUIDs.name(BluetoothUUID(uuid16: 0x180A)), "Device Information")
+        XCTAssertEqual(KnownUUIDs.name(BluetoothUUID(uuid16: 0x1800)), "Generic Access")
+        XCTAssertEqual(KnownUUIDs.name(BluetoothUUID(uuid16: 0x2A00)), "Device Name")
+        XCTAssertEqual(KnownUUIDs.name(BluetoothUUID(uuid16: 0x2A19)), "Battery Level")
+        XCTAssertEqual(KnownUUIDs.name(BluetoothUUID(uuid16: 0x2A05)), "Service Changed")
+        XCTAssertNil(KnownUUIDs.name(BluetoothUUID(uuid16: 0xBEEF)))
+    }
+
+    func testSIGNamesInOtherWidths() {
+        // The 128-bit and 32-bit forms of a SIG UUID name the same thing.
+        XCTAssertEqual(KnownUUIDs.name(BluetoothUUID(string: "00002902-0000-1000-8000-00805f9b34fb")!),
+                       "Client Characteristic Configuration")
+        XCTAssertEqual(KnownUUIDs.name(BluetoothUUID(uuid32: 0x180F)), "Battery")
+        XCTAssertEqual(KnownUUIDs.name(BluetoothUUID(littleEndianBytes: [0x0D, 0x18])!), "Heart Rate")
+        XCTAssertNil(KnownUUIDs.name(BluetoothUUID(uuid32: 0x0001_2902)), "not a 16-bit value")
+    }
+
+    func testProjectNames() {
+        XCTAssertEqual(KnownUUIDs.name(UUIDs.speakerService), "Speaker service")
+        XCTAssertEqual(KnownUUIDs.name(UUIDs.otaCredentials), "OTA_CREDENTIALS")
+        XCTAssertEqual(KnownUUIDs.name(UUIDs.otaURL), "OTA_URL")
+        XCTAssertEqual(KnownUUIDs.name(UUIDs.otaControl), "OTA_CONTROL")
+        XCTAssertEqual(KnownUUIDs.name(UUIDs.otaStatus), "OTA_STATUS")
+        // Any case in the text form.
+        XCTAssertEqual(KnownUUIDs.name(BluetoothUUID(string: "00000008-1234-5678-9ABC-DEF012345678")!), "OTA_STATUS")
+        XCTAssertEqual(KnownUUIDs.name(BluetoothUUID(string: "12345678-9ABC-DEF0-1234-000000000008")!), "Sensor Wi-Fi scan")
+        XCTAssertEqual(KnownUUIDs.name(BluetoothUUID(string: "14387800-130c-49e7-b877-2881c89cb258")!), "nRF7 Wi-Fi provisioning service")
+        XCTAssertEqual(KnownUUIDs.name(BluetoothUUID(string: "14387802-130c-49e7-b877-2881c89cb258")!), "nRF7 Control Point")
+        XCTAssertEqual(KnownUUIDs.name(BluetoothUUID(string: "021a9004-0382-4aea-bff4-6b3f1c5adfb4")!), "ESP provisioning service")
+        XCTAssertEqual(KnownUUIDs.name(BluetoothUUID(string: "021aff51-0382-4aea-bff4-6b3f1c5adfb4")!), "ESP prov-session")
+        XCTAssertEqual(KnownUUIDs.name(BluetoothUUID(string: "021aff53-0382-4aea-bff4-6b3f1c5adfb4")!), "ESP proto-ver")
+        XCTAssertEqual(KnownUUIDs.name(BluetoothUUID(string: "6e400001-b5a3-f393-e0a9-e50e24dcca9e")!), "Nordic UART Service")
+        // From the air, little-endian.
+        XCTAssertEqual(KnownUUIDs.name(BluetoothUUID(littleEndianBytes: UUIDs.otaCredentials.littleEndianBytes128)!), "OTA_CREDENTIALS")
+        XCTAssertNil(KnownUUIDs.name(BluetoothUUID(string: "00000009-1234-5678-9abc-def012345678")!))
+    }
+
+    func testSecretBearing() {
+        XCTAssertTrue(KnownUUIDs.secretBearing.contains(BluetoothUUID(string: "00000005-1234-5678-9abc-def012345678")!))
+        XCTAssertTrue(KnownUUIDs.secretBearing.contains(BluetoothUUID(string: "00000005-1234-5678-9ABC-DEF012345678")!))
+        XCTAssertTrue(KnownUUIDs.secretBearing.contains(BluetoothUUID(string: "14387802-130c-49e7-b877-2881c89cb258")!))
+        XCTAssertFalse(KnownUUIDs.secretBearing.contains(UUIDs.otaStatus))
+        XCTAssertFalse(KnownUUIDs.secretBearing.contains(UUIDs.otaURL))
+        XCTAssertFalse(KnownUUIDs.secretBearing.contains(BluetoothUUID(uuid16: 0)), "no entry fell back to the placeholder")
+    }
+
+    func testEveryProjectEntryParsed() {
+        // KnownUUIDs.uuid falls back to 0x0000 on a typo; no name may sit on that fallback.
+        XCTAssertNil(KnownUUIDs.custom[BluetoothUUID(uuid16: 0)])
+        XCTAssertTrue(KnownUUIDs.custom.keys.allSatisfy { $0.bitWidth == 128 })
+        XCTAssertEqual(Set(KnownUUIDs.custom.values).count, KnownUUIDs.custom.count, "names are distinct")
+    }
+}
+
+final class AttributeTableTests: XCTestCase {
+    func testPropertyNames() {
+        XCTAssertEqual(AttributeTable.propertyNames(0x12), ["read", "notify"])
+        XCTAssertEqual(AttributeTable.propertyNames(0x0C), ["write-without-response", "write"])
+        XCTAssertEqual(AttributeTable.propertyNames(0), [])
+        XCTAssertEqual(AttributeTable.propertyNames(0xFF).count, 8)
+        for p in 0...255 {
+            XCTAssertEqual(AttributeTable.properties(named: AttributeTable.propertyNames(UInt8(p))), UInt8(p))
+        }
+        XCTAssertNil(AttributeTable.properties(named: ["read", "Read"]))
+        XCTAssertEqual(AttributeTable.properties(named: ["indicate", "broadcast"]), 0x21)
+    }
+
+    func testDescriptorOwnerStaysInItsService() {
+        var t = AttributeTable()
+        t.addService(start: 1, end: 5, uuid: BluetoothUUID(uuid16: 0x1800), primary: true)
+        t.addCharacteristic(declaration: 2, properties: 2, valueHandle: 3, uuid: UUIDs.deviceName)
+        t.addService(start: 6, end: 9, uuid: BluetoothUUID(uuid16: 0x180F), primary: true)
+        // A descriptor in the second service whose characteristic is unknown: no owner from the first service.
+        t.addFoundInformation(handle: 9, uuid: UUIDs.cccd)
+        XCTAssertNil(t.owner(ofDescriptor: 9))
+        XCTAssertNil(t.info(for: 9)?.characteristic)
+        XCTAssertEqual(t.info(for: 9)?.role, .descriptor)
+        // Within the first service it has one.
+        t.addFoundInformation(handle: 4, uuid: UUIDs.userDescription)
+        XCTAssertEqual(t.info(for: 4)?.characteristic, UUIDs.deviceName)
+        XCTAssertEqual(t.service(containing: 7)?.uuid, BluetoothUUID(uuid16: 0x180F))
+        XCTAssertNil(t.service(containing: 10))
+    }
+
+    func testDescriptorOwnerStaysInItsServiceWhenServicesComeLast() {
+        var t = AttributeTable()
+        t.addCharacteristic(declaration: 2, properties: 2, valueHandle: 3, uuid: UUIDs.deviceName)
+        t.addFoundInformation(handle: 9, uuid: UUIDs.cccd)
+        t.addService(start: 1, end: 5, uuid: BluetoothUUID(uuid16: 0x1800), primary: true)
+        t.addService(start: 6, end: 9, uuid: BluetoothUUID(uuid16: 0x180F), primary: true)
+        XCTAssertNil(t.owner(ofDescriptor: 9))
+        XCTAssertNil(t.info(for: 9)?.characteristic)
+    }
+
+    func testFindInformationDoesNotDemoteKnownAttributes() {
+        var t = AttributeTable()
+        t.addService(start: 1, end: 5, uuid: UUIDs.gap, primary: true)
+        t.addCharacteristic(declaration: 2, properties: 2, valueHandle: 3, uuid: UUIDs.deviceName)
+        let before = t
+        t.addFoundInformation(handle: 1, uuid: UUIDs.primaryService)
+        t.addFoundInformation(handle: 2, uuid: UUIDs.characteristic)
+        t.addFoundInformation(handle: 3, uuid: UUIDs.deviceName)
+        XCTAssertEqual(t, before)
+        XCTAssertTrue(t.descriptors.isEmpty)
+        // A value handle learned first from Find Information becomes a value when its declaration arrives.
+        t.addFoundInformation(handle: 5, uuid: UUIDs.appearance)
+        XCTAssertEqual(t.info(for: 5)?.role, .descriptor)
+        t.addCharacteristic(declaration: 4, properties: 2, valueHandle: 5, uuid: UUIDs.appearance)
+        XCTAssertEqual(t.info(for: 5)?.role, .value)
+        XCTAssertNil(t.descriptors[5])
+        // Include declarations found by Find Information.
+        t.addFoundInformation(handle: 0x20, uuid: BluetoothUUID(uuid16: 0x2802))
+        XCTAssertEqual(t.info(for: 0x20)?.role, .include)
+    }
+
+    func testMergeAddsEverything() {
+        var a = AttributeTable()
+        a.addService(start: 1, end: 5, uuid: UUIDs.gap, primary: true)
+        a.addCharacteristic(declaration: 2, properties: 2, valueHandle: 3, uuid: UUIDs.deviceName)
+        var b = AttributeTable()
+        b.addService(start: 0x10, end: 0x16, uuid: UUIDs.speakerService, primary: true)
+        b.addCharacteristic(declaration: 0x13, properties: 0x12, valueHandle: 0x14, uuid: UUIDs.otaStatus)
+        b.addFoundInformation(handle: 0x15, uuid: UUIDs.cccd)
+        var merged = a
+        merged.merge(b)
+        XCTAssertEqual(merged.services.count, 2)
+        XCTAssertEqual(merged.characteristics.count, 2)
+        XCTAssertEqual(merged.info(for: 0x15)?.characteristic, UUIDs.otaStatus)
+        XCTAssertEqual(merged.info(for: 3)?.uuid, UUIDs.deviceName)
+        var empty = AttributeTable()
+        XCTAssertTrue(empty.isEmpty)
+        empty.merge(merged)
+        XCTAssertEqual(empty.services, merged.services)
+        XCTAssertEqual(empty.characteristics, merged.characteristics)
+        XCTAssertEqual(empty.descriptors, merged.descriptors)
+    }
+}
