@@ -40,7 +40,10 @@ public struct LinkLayerInfo: Sendable, Hashable {
     public var hasCRC: Bool = true
     /// The PDU type field of DLT 256's flags, when present.
     public var pduType: UInt8?
+    /// Set when the sniffer's own header is inconsistent: the packet is not decoded.
+    public var problem: String?
     public init() {}
+    public init(problem: String) { self.problem = problem }
 }
 
 /// One record of a capture, its payload borrowed from the reader.

@@ -120,14 +120,17 @@ public final class CaptureWriter {
             sink = .btsnoop(fd: fd, buffer: [])  // keep the buffer uniquely referenced while appending
             let flags: UInt32
             var length = record.data.count
+            // A record the capture cut keeps its length on the wire, so readers still know it was cut.
+            var original = max(record.originalLength, record.data.count)
             if let monitorOpcode {
                 flags = UInt32(record.controller) << 16 | UInt32(monitorOpcode)
             } else {
                 let commandOrEvent: UInt32 = record.kind == .command || record.kind == .event ? 2 : 0
                 flags = commandOrEvent | (received ? 1 : 0)
                 length += 1
+                original += 1
             }
-            buffer.appendBE(UInt32(length))
+            buffer.appendBE(UInt32(truncatingIfNeeded: original))
             buffer.appendBE(UInt32(length))
             buffer.appendBE(flags)
             buffer.appendBE(UInt32(0))
@@ -147,8 +150,11 @@ public final class CaptureWriter {
             }
             scratch.append(contentsOf: record.data)
             var header = pcap_pkthdr()
-            header.ts.tv_sec = Int(record.timestamp / 1_000_000)
-            header.ts.tv_usec = Int(record.timestamp % 1_000_000)
+            // pcap stores unsigned seconds: times before 1970 (btsnoop files with zero
+            // timestamps have them) are written as 1970-01-01 rather than wrapped.
+            let timestamp = max(0, record.timestamp)
+            header.ts.tv_sec = Int(timestamp / 1_000_000)
+            header.ts.tv_usec = Int(timestamp % 1_000_000)
             header.caplen = UInt32(scratch.count)
             header.len = UInt32(scratch.count + max(0, record.originalLength - record.data.count))
             scratch.withUnsafeBufferPointer { bytes in

@@ -3,7 +3,7 @@
 /// Its `description` is redacted. The only way to the bytes for display is `reveal(_:)`, which
 /// output code calls with the user's explicit `--reveal-secrets` choice. Lives in the lowest
 /// module so every layer above carries secrets as this type.
-public struct Secret: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible {
+public struct Secret: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     /// What the secret is, for people: "LTK", "Wi-Fi password".
     public let label: String
     private let bytes: [UInt8]
@@ -19,6 +19,11 @@ public struct Secret: Sendable, Hashable, CustomStringConvertible, CustomDebugSt
     public var redacted: String { "<redacted:\(bytes.count) bytes>" }
     public var description: String { redacted }
     public var debugDescription: String { "Secret(\(label), \(redacted))" }
+
+    /// `dump()` and mirrors see the label and the redacted marker, never the bytes.
+    public var customMirror: Mirror {
+        Mirror(self, children: ["label": label, "value": redacted], displayStyle: .struct)
+    }
 
     /// The bytes, for code that must use them (redaction, decryption), never for display.
     public var unsafeBytes: [UInt8] { bytes }

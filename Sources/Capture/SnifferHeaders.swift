@@ -2,37 +2,58 @@
 /// address (access address, PDU header, payload, CRC) and fills `record.linkLayer`.
 /// A record too short for its header is left `.other`, for the decoder to report as malformed.
 enum SnifferHeaders {
-    /// nRF Sniffer (DLT 272). Protocol versions 2 and 3 (nRF Sniffer 2.x-4.x): board u8, payload
-    /// length u16 LE, protocol version u8, packet counter u16 LE, packet id u8; then the packet
-    /// header: its length u8 (10), flags u8, channel u8, RSSI u8 (negated dBm), event counter u16
-    /// LE, timestamp or delta u32 LE. Versions 0 and 1 have a header-length byte after the board
-    /// and a one-byte payload length. Flags: bit 0 CRC ok, bit 1 central to peripheral, bit 2
-    /// encrypted, bit 3 MIC ok, bits 4-6 PHY.
+    /// nRF Sniffer (DLT 272). The link-layer packet always starts at byte 17; what comes before
+    /// depends on the protocol version:
+    /// - v0 (starts 0xBEEF): packet id [2], counter [3..4], payload length [7] (header 8 bytes);
+    /// - v1: board [0], header length [1], payload length [2], version [3] (header = [1] + 1);
+    /// - v2, v3: board [0], payload length u16 LE [1..2], version [3] (header 7 bytes).
+    /// Then from byte 7 (8 for v0): event header length, flags, channel, RSSI (negated dBm),
+    /// event counter u16, delta or timestamp u32. Flags: bit 0 CRC ok, bit 1 central to
+    /// peripheral, bit 2 encrypted, bit 3 MIC ok. A header whose lengths disagree with the
+    /// record is reported, and its packet is not decoded (as Wireshark does).
     static func decodeNordicBLE(_ record: inout CaptureRecord) {
         let d = record.data
-        guard d.count >= 2 else { return }
-        var packetHeaderStart: Int
-        if d.count >= 4, d[3] >= 2 {
-            packetHeaderStart = 7
-        } else {
-            // Legacy: board, header length, payload length, protocol version, counter u16, id.
-            guard d.count >= 2 else { return }
-            packetHeaderStart = 1 + Int(d[1])
+        guard d.count >= 17 else {
+            record.linkLayer = LinkLayerInfo(problem: "nRF Sniffer record of \(d.count) bytes is shorter than its 17-byte header")
+            record.kind = .linkLayer
+            return
         }
-        guard d.count > packetHeaderStart else { return }
-        let packetHeaderLength = Int(d[packetHeaderStart])
-        guard packetHeaderLength >= 4, d.count >= packetHeaderStart + packetHeaderLength else { return }
-        let flags = d[packetHeaderStart + 1]
+        let legacy = d[0] == 0xBE && d[1] == 0xEF
+        let version = legacy ? 0 : Int(d[3])
+        let headerLength: Int
+        let payloadLength: Int
+        switch version {
+        case 0:
+            headerLength = 8
+            payloadLength = Int(d[7])
+        case 1:
+            headerLength = Int(d[1]) + 1
+            payloadLength = Int(d[2])
+        default:
+            headerLength = 7
+            payloadLength = Int(d.u16le(1))
+        }
         var info = LinkLayerInfo()
-        info.channel = d[packetHeaderStart + 2]
-        info.rssi = Int8(truncatingIfNeeded: -Int(d[packetHeaderStart + 3]))
+        record.kind = .linkLayer
+        if headerLength + payloadLength != d.count && !record.isCut {
+            info.problem = "nRF Sniffer header says \(headerLength + payloadLength) bytes, the record has \(d.count)"
+            record.linkLayer = info
+            return
+        }
+        let flags = d[8]
+        info.channel = d[9]
+        info.rssi = Int8(truncatingIfNeeded: -Int(d[10]))
         info.crcOK = flags & 0x01 != 0
-        info.direction = flags & 0x02 != 0 ? .centralToPeripheral : .peripheralToCentral
+        // v3 says whether a packet is advertising (id 2) or data (id 6); for other ids the
+        // direction bit means nothing. Older versions carry direction on data packets only.
+        let packetID = legacy ? d[2] : d[6]
+        if version < 3 || packetID == 0x06 {
+            info.direction = flags & 0x02 != 0 ? .centralToPeripheral : .peripheralToCentral
+        }
         info.encrypted = flags & 0x04 != 0
         info.micOK = info.encrypted ? flags & 0x08 != 0 : nil
-        record.kind = .linkLayer
         record.linkLayer = info
-        record.data = d.dropping(packetHeaderStart + packetHeaderLength)
+        record.data = d.dropping(17)
     }
 
     /// DLT 256 BLUETOOTH_LE_LL_WITH_PHDR: channel u8, signal i8, noise i8, access-address

@@ -13,12 +13,22 @@ public struct BDAddr: Hashable, Sendable, CustomStringConvertible {
 
     /// Parses "AA:BB:CC:DD:EE:FF" (any case).
     public init?(string: String) {
-        let parts = string.split(separator: ":")
-        guard parts.count == 6 else { return nil }
+        // Exactly six pairs of hex digits with colons between, as BlueZ's str2ba accepts.
+        let chars = Array(string.utf8)
+        guard chars.count == 17 else { return nil }
+        func hex(_ c: UInt8) -> UInt8? {
+            switch c {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): c - UInt8(ascii: "A") + 10
+            default: nil
+            }
+        }
         var v: [UInt8] = []
-        for p in parts {
-            guard p.count == 2, let b = UInt8(p, radix: 16) else { return nil }
-            v.append(b)
+        for i in 0..<6 {
+            if i > 0 && chars[3 * i - 1] != UInt8(ascii: ":") { return nil }
+            guard let hi = hex(chars[3 * i]), let lo = hex(chars[3 * i + 1]) else { return nil }
+            v.append(hi << 4 | lo)
         }
         bytes = (v[0], v[1], v[2], v[3], v[4], v[5])
     }

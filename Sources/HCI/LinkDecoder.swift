@@ -74,14 +74,36 @@ public final class LinkDecoder {
     func touch(_ key: ConnectionKey, _ record: CaptureRecord) {
         if key == lastTouched { return }
         if connections[key] == nil {
-            if connections.count >= Self.maxConnections, let victim = connections.first(where: { $0.value.implicit })?.key {
-                forget(victim)
-            }
             var info = ConnectionInfo(key: key, frame: record.number, time: record.timestamp)
             info.implicit = true
-            connections[key] = info
+            insert(info)
         }
         lastTouched = key
+    }
+
+    /// Keys in the order their connections arrived, for evicting the oldest when hostile input
+    /// opens more than `maxConnections`. Entries of connections already gone are skipped.
+    private var arrivals: [ConnectionKey] = []
+    private var arrivalsHead = 0
+
+    /// Adds or replaces a live connection, keeping at most `maxConnections`.
+    func insert(_ info: ConnectionInfo) {
+        let key = info.key
+        if connections[key] == nil {
+            while connections.count >= Self.maxConnections, arrivalsHead < arrivals.count {
+                let victim = arrivals[arrivalsHead]
+                arrivalsHead += 1
+                if victim != key, forget(victim) != nil {
+                    events.append(.malformed(victim, .record, reason: "more than \(Self.maxConnections) live connections; the oldest is no longer followed"))
+                }
+            }
+            arrivals.append(key)
+            if arrivals.count > 2 * Self.maxConnections {
+                arrivals = arrivals[arrivalsHead...].filter { connections[$0] != nil || $0 == key }
+                arrivalsHead = 0
+            }
+        }
+        connections[key] = info
     }
 
     /// Removes a connection and what is pending on it; returns what was known.
@@ -89,7 +111,7 @@ public final class LinkDecoder {
     func forget(_ key: ConnectionKey) -> ConnectionInfo? {
         lastTouched = nil
         dropPending(controller: key.controller, id: key.id)
-        linkLayer.sequence[key.id] = nil
+        if key.isLinkLayer { linkLayer.sequence[key.id] = nil }
         return connections.removeValue(forKey: key)
     }
 
@@ -142,8 +164,10 @@ public final class LinkDecoder {
         if !pending.isEmpty, let old = pending.removeValue(forKey: fk) {
             events.append(.malformed(key, .l2cap, reason: "L2CAP PDU started at frame \(old.firstFrame) was never completed (\(old.bytes.count) of \(old.total) bytes)"))
         }
-        if pending.count >= Self.maxPendingReassemblies, let victim = pending.keys.first {
-            pending[victim] = nil
+        if pending.count >= Self.maxPendingReassemblies {
+            // Only hostile input leaves this many PDUs unfinished at once: start afresh.
+            events.append(.malformed(key, .l2cap, reason: "more than \(Self.maxPendingReassemblies) unfinished L2CAP PDUs; all dropped"))
+            pending.removeAll()
         }
         var bytes = [UInt8]()
         bytes.reserveCapacity(total)
@@ -253,7 +277,7 @@ public final class LinkDecoder {
             info.peerAddress = peer
             info.connectedAt = record.timestamp
             info.connectedFrame = record.number
-            connections[key] = info
+            insert(info)
             events.append(.connectionComplete(info))
         case 0x08, 0x59:  // Encryption Change v1, v2
             guard !short(code == 0x08 ? 4 : 5, HCINames.event(code)) else { return }
@@ -319,7 +343,7 @@ public final class LinkDecoder {
             info.supervisionTimeout = q.u16le(at + 4)
             info.connectedAt = record.timestamp
             info.connectedFrame = record.number
-            connections[key] = info
+            insert(info)
             events.append(.connectionComplete(info))
         case 0x03:  // Connection Update Complete
             guard !short(9), q[0] == 0 else { return }

@@ -20,6 +20,10 @@ struct LinkLayerState {
 extension LinkDecoder {
     func consumeLinkLayer(_ record: CaptureRecord) {
         let ll = record.linkLayer ?? LinkLayerInfo()
+        if let problem = ll.problem {
+            events.append(.malformed(nil, .record, reason: problem))
+            return
+        }
         let crcBytes = ll.hasCRC ? 3 : 0
         let d = record.data
         guard d.count >= 6 + crcBytes else {
@@ -123,7 +127,7 @@ extension LinkDecoder {
         info.supervisionTimeout = body.u16le(26)
         info.connectedAt = record.timestamp
         info.connectedFrame = record.number
-        connections[key] = info
+        insert(info)
         events.append(.connectionComplete(info))
     }
 

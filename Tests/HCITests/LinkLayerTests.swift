@@ -1,0 +1,255 @@
+import XCTest
+
+@testable import Capture
+@testable import HCI
+
+/// The LE link layer of sniffer captures: records of kind `.linkLayer`, data from the access address on.
+final class LinkLayerTests: XCTestCase {
+    let accessAddress: UInt32 = 0x5065_4B2A
+    let crc: [UInt8] = [0xC1, 0xC2, 0xC3]
+
+    /// CONNECT_IND (PDU type 5, TxAdd and RxAdd random, length 34): InitA C6:05:04:03:02:01,
+    /// AdvA D6:15:14:13:12:11, then LLData: access address 0x50654B2A, CRCInit, WinSize 2,
+    /// WinOffset 5, interval 0x24, latency 1, timeout 200, channel map, hop and SCA.
+    var connectInd: [UInt8] {
+        var b: [UInt8] = [0xD6, 0xBE, 0x89, 0x8E, 0xC5, 0x22]
+        b += [0x01, 0x02, 0x03, 0x04, 0x05, 0xC6]
+        b += [0x11, 0x12, 0x13, 0x14, 0x15, 0xD6]
+        b += [0x2A, 0x4B, 0x65, 0x50, 0x7C, 0x5E, 0x01, 0x02, 0x05, 0x00, 0x24, 0x00, 0x01, 0x00, 0xC8, 0x00,
+              0xFF, 0xFF, 0xFF, 0xFF, 0x1F, 0x2A]
+        return b + crc
+    }
+
+    /// A data PDU: access address, header (LLID, NESN, SN, CP), length, optional CTEInfo, payload, CRC.
+    func pdu(llid: UInt8, sn: UInt8, nesn: UInt8 = 0, _ payload: [UInt8], length: Int? = nil, cteInfo: UInt8? = nil) -> [UInt8] {
+        var b: [UInt8] = [0x2A, 0x4B, 0x65, 0x50]
+        b.append(llid | nesn << 2 | sn << 3 | (cteInfo != nil ? 0x20 : 0))
+        b.append(UInt8(length ?? (payload.count + (cteInfo != nil ? 1 : 0))))
+        if let cteInfo { b.append(cteInfo) }
+        return b + payload + crc
+    }
+
+    func info(_ direction: LinkLayerDirection, encrypted: Bool = false, micOK: Bool? = nil) -> LinkLayerInfo {
+        var i = LinkLayerInfo()
+        i.direction = direction
+        i.crcOK = true
+        i.encrypted = encrypted
+        i.micOK = micOK
+        return i
+    }
+
+    var llKey: ConnectionKey { ConnectionKey(accessAddress: accessAddress) }
+
+    @discardableResult
+    func feed(_ d: LinkDecoder, _ bytes: [UInt8], _ direction: LinkLayerDirection, number: Int, encrypted: Bool = false,
+              micOK: Bool? = nil, originalLength: Int? = nil) -> Decoded {
+        d.feed(.linkLayer, bytes, number: number, direction: .unknown, time: Int64(number) * 1000,
+               originalLength: originalLength, linkLayer: info(direction, encrypted: encrypted, micOK: micOK))
+    }
+
+    func connected() -> LinkDecoder {
+        let d = LinkDecoder()
+        feed(d, connectInd, .unknown, number: 1)
+        return d
+    }
+
+    /// An ATT Write Request (handle 0x0010, 20 value bytes) in an L2CAP PDU of 23 + 4 bytes.
+    let write: [UInt8] = [0x12, 0x10, 0x00] + Array(0x61...0x74)
+    var writePDU: [UInt8] { l2cap(cid: 4, write) }
+
+    func testConnectIndCreatesAConnection() {
+        let d = LinkDecoder()
+        let out = feed(d, connectInd, .unknown, number: 3)
+        guard case .connectionComplete(let c) = out.events.first else { return XCTFail(out.summary) }
+        XCTAssertEqual(c.key, llKey)
+        XCTAssertTrue(c.key.isLinkLayer)
+        XCTAssertEqual(c.key.description, "aa:0x50654b2a")
+        XCTAssertEqual(c.centralAddress?.description, "C6:05:04:03:02:01")
+        XCTAssertEqual(c.peripheralAddress?.description, "D6:15:14:13:12:11")
+        XCTAssertEqual(c.interval, 0x24)
+        XCTAssertEqual(c.latency, 1)
+        XCTAssertEqual(c.supervisionTimeout, 200)
+        XCTAssertEqual(c.connectedFrame, 3)
+        XCTAssertEqual(c.connectedAt, 3000)
+        XCTAssertEqual(c.role, .unknown)
+        XCTAssertEqual(d.connections[llKey], c)
+        XCTAssertNotNil(d.linkLayer.sequence[accessAddress])
+        // A CONNECT_IND too short for its LLData opens nothing.
+        var short = Array(connectInd.prefix(6 + 30)) + crc
+        short[5] = 30
+        let e = LinkDecoder()
+        XCTAssertTrue(feed(e, short, .unknown, number: 1).events.isEmpty)
+        XCTAssertTrue(e.connections.isEmpty)
+    }
+
+    func testCompleteL2CAPInOnePDU() {
+        let d = connected()
+        let out = feed(d, pdu(llid: 2, sn: 0, l2cap(cid: 4, [0x02, 0xF7, 0x00])), .centralToPeripheral, number: 2)
+        XCTAssertEqual(out.malformedLayers, [], out.summary)
+        XCTAssertEqual(out.l2capEvents.first?.key, llKey)
+        XCTAssertEqual(out.l2capEvents.first?.cid, 4)
+        XCTAssertEqual(out.l2capEvents.first?.direction, .centralToPeripheral)
+        XCTAssertEqual(out.payload, [0x02, 0xF7, 0x00])
+    }
+
+    func testStartAndContinuationReassembled() {
+        let d = connected()
+        let whole = writePDU
+        XCTAssertEqual(whole.count, 27)
+        XCTAssertTrue(feed(d, pdu(llid: 2, sn: 0, Array(whole[0..<20])), .centralToPeripheral, number: 2).events.isEmpty)
+        XCTAssertTrue(feed(d, pdu(llid: 1, sn: 0, nesn: 1, []), .peripheralToCentral, number: 3).events.isEmpty)
+        let out = feed(d, pdu(llid: 1, sn: 1, nesn: 1, Array(whole[20...])), .centralToPeripheral, number: 4)
+        XCTAssertEqual(out.malformedLayers, [], out.summary)
+        XCTAssertEqual(out.l2capEvents.first?.direction, .centralToPeripheral)
+        XCTAssertEqual(out.payload, write)
+    }
+
+    func testRetransmittedContinuationIsNotAppendedTwice() {
+        let d = connected()
+        let whole = writePDU
+        // Central: start (SN 0), continuation (SN 1), the same continuation again (SN 1: not acknowledged), the last (SN 0).
+        XCTAssertTrue(feed(d, pdu(llid: 2, sn: 0, Array(whole[0..<10])), .centralToPeripheral, number: 2).events.isEmpty)
+        XCTAssertTrue(feed(d, pdu(llid: 1, sn: 0, nesn: 1, []), .peripheralToCentral, number: 3).events.isEmpty)
+        XCTAssertTrue(feed(d, pdu(llid: 1, sn: 1, nesn: 1, Array(whole[10..<20])), .centralToPeripheral, number: 4).events.isEmpty)
+        XCTAssertTrue(feed(d, pdu(llid: 1, sn: 1, nesn: 1, []), .peripheralToCentral, number: 5).events.isEmpty)
+        let again = feed(d, pdu(llid: 1, sn: 1, nesn: 1, Array(whole[10..<20])), .centralToPeripheral, number: 6)
+        XCTAssertTrue(again.events.isEmpty, "a retransmission is neither appended nor an overflow: \(again.summary)")
+        XCTAssertTrue(feed(d, pdu(llid: 1, sn: 0, nesn: 0, []), .peripheralToCentral, number: 7).events.isEmpty)
+        let last = feed(d, pdu(llid: 1, sn: 0, nesn: 0, Array(whole[20...])), .centralToPeripheral, number: 8)
+        XCTAssertEqual(last.malformedLayers, [], last.summary)
+        XCTAssertEqual(last.payload, write)
+    }
+
+    func testRetransmittedCompletePDUIsStillDecoded() {
+        // As Wireshark: a complete LLID 2 PDU is decoded even when it repeats.
+        let d = connected()
+        let mtu = pdu(llid: 2, sn: 0, l2cap(cid: 4, [0x02, 0xF7, 0x00]))
+        XCTAssertEqual(feed(d, mtu, .centralToPeripheral, number: 2).payload, [0x02, 0xF7, 0x00])
+        XCTAssertEqual(feed(d, mtu, .centralToPeripheral, number: 3).payload, [0x02, 0xF7, 0x00])
+    }
+
+    func testStartEncryptionResponseMarksTheLinkEncrypted() {
+        let d = connected()
+        let out = feed(d, pdu(llid: 3, sn: 0, [0x06]), .peripheralToCentral, number: 5, encrypted: true, micOK: true)
+        XCTAssertEqual(out.events.count, 2, out.summary)
+        guard case .llControl(let k, let dir, let opcode) = out.events[0] else { return XCTFail(out.summary) }
+        XCTAssertEqual(k, llKey)
+        XCTAssertEqual(dir, .peripheralToCentral)
+        XCTAssertEqual(opcode, 0x06)
+        XCTAssertEqual(LinkEvent.llControlName(opcode), "LL_START_ENC_RSP")
+        guard case .encryptionChange(let ek, let enabled, _, _) = out.events[1] else { return XCTFail(out.summary) }
+        XCTAssertEqual(ek, llKey)
+        XCTAssertTrue(enabled)
+        XCTAssertEqual(d.connections[llKey]?.encrypted, true)
+        XCTAssertEqual(d.connections[llKey]?.firstEncryptedFrame, 5)
+        // The second START_ENC (the other side's) does not report the change again.
+        let again = feed(d, pdu(llid: 3, sn: 1, [0x06]), .centralToPeripheral, number: 6, encrypted: true, micOK: true)
+        XCTAssertEqual(again.events.count, 1, again.summary)
+    }
+
+    func testTerminateIndEndsTheConnection() {
+        let d = connected()
+        let out = feed(d, pdu(llid: 3, sn: 0, [0x02, 0x13]), .centralToPeripheral, number: 9)
+        XCTAssertEqual(out.events.count, 2, out.summary)
+        guard case .disconnection(let c, let reason) = out.events[1] else { return XCTFail(out.summary) }
+        XCTAssertEqual(reason.rawValue, 0x13)
+        XCTAssertEqual(c.key, llKey)
+        XCTAssertEqual(c.centralAddress?.description, "C6:05:04:03:02:01")
+        XCTAssertEqual(c.disconnectedFrame, 9)
+        XCTAssertEqual(c.disconnectReason, HCIStatus(0x13))
+        XCTAssertNil(d.connections[llKey])
+        XCTAssertNil(d.linkLayer.sequence[accessAddress])
+    }
+
+    func testConnectionUpdateInd() {
+        let d = connected()
+        // WinSize 1, WinOffset 2, interval 0x50, latency 3, timeout 0x190, instant 0x0100.
+        feed(d, pdu(llid: 3, sn: 0, [0x00, 0x01, 0x02, 0x00, 0x50, 0x00, 0x03, 0x00, 0x90, 0x01, 0x00, 0x01]), .centralToPeripheral, number: 2)
+        XCTAssertEqual(d.connections[llKey]?.interval, 0x50)
+        XCTAssertEqual(d.connections[llKey]?.latency, 3)
+        XCTAssertEqual(d.connections[llKey]?.supervisionTimeout, 0x190)
+    }
+
+    func testEncryptedPacketsWithoutMICOKAreNotDecoded() {
+        let d = connected()
+        let mtu = pdu(llid: 2, sn: 0, l2cap(cid: 4, [0x02, 0xF7, 0x00]))
+        for micOK: Bool? in [false, nil] {
+            let out = feed(d, mtu, .centralToPeripheral, number: 2, encrypted: true, micOK: micOK)
+            XCTAssertTrue(out.events.isEmpty, out.summary)
+            XCTAssertTrue(out.payload.isEmpty)
+        }
+        // Nor is a control PDU, nor a fragment start.
+        XCTAssertTrue(feed(d, pdu(llid: 3, sn: 1, [0x02, 0x13]), .centralToPeripheral, number: 3, encrypted: true, micOK: false).events.isEmpty)
+        XCTAssertNotNil(d.connections[llKey])
+        XCTAssertTrue(feed(d, pdu(llid: 2, sn: 0, Array(writePDU[0..<10])), .centralToPeripheral, number: 4, encrypted: true, micOK: false).events.isEmpty)
+        XCTAssertTrue(d.pending.isEmpty)
+        // Decrypted by the sniffer: decoded.
+        XCTAssertEqual(feed(d, mtu, .centralToPeripheral, number: 5, encrypted: true, micOK: true).payload, [0x02, 0xF7, 0x00])
+    }
+
+    func testLLLengthLargerThanBytesPresent() {
+        let d = connected()
+        // Header length 20, 7 payload bytes present before the CRC.
+        let bytes = pdu(llid: 2, sn: 0, l2cap(cid: 4, [0x02, 0xF7, 0x00]), length: 20)
+        let out = feed(d, bytes, .centralToPeripheral, number: 2)
+        XCTAssertEqual(out.malformedLayers.first, .linkLayer, out.summary)
+        XCTAssertEqual(out.events.first?.malformed?.key, llKey)
+        XCTAssertTrue(out.events.first?.malformed?.reason.contains("LL length 20 exceeds the 7 bytes present") ?? false, out.summary)
+        XCTAssertEqual(out.payload, [0x02, 0xF7, 0x00], "what is present is still decoded")
+        // A record the capture cut short is not malformed for it.
+        let cut = feed(connected(), bytes, .centralToPeripheral, number: 2, originalLength: bytes.count + 13)
+        XCTAssertFalse(cut.malformedLayers.contains(.linkLayer), cut.summary)
+    }
+
+    func testTooShortForHeaderAndCRC() {
+        let out = feed(LinkDecoder(), [0x2A, 0x4B, 0x65, 0x50, 0x01, 0x00, 0xC1, 0xC2], .centralToPeripheral, number: 1)
+        XCTAssertEqual(out.malformedLayers, [.linkLayer], out.summary)
+    }
+
+    func testReservedLLIDAndEmptyControl() {
+        let d = connected()
+        XCTAssertEqual(feed(d, pdu(llid: 0, sn: 0, [0x01, 0x02]), .centralToPeripheral, number: 2).malformedLayers, [.linkLayer])
+        XCTAssertEqual(feed(d, pdu(llid: 3, sn: 1, []), .centralToPeripheral, number: 3).malformedLayers, [.linkLayer])
+    }
+
+    func testCTEInfoReducesThePayloadByOneByte() {
+        let d = connected()
+        // Length 8 counts the CTEInfo byte (0x14) and the 7-byte L2CAP PDU.
+        let bytes = pdu(llid: 2, sn: 0, l2cap(cid: 4, [0x02, 0xF7, 0x00]), cteInfo: 0x14)
+        XCTAssertEqual(bytes[5], 8)
+        XCTAssertEqual(bytes[6], 0x14)
+        let out = feed(d, bytes, .centralToPeripheral, number: 2)
+        XCTAssertEqual(out.malformedLayers, [], out.summary)
+        XCTAssertEqual(out.l2capEvents.first?.cid, 4)
+        XCTAssertEqual(out.payload, [0x02, 0xF7, 0x00])
+    }
+
+    func testOverflowingContinuationAbandonsThePDU() {
+        let d = connected()
+        let whole = writePDU
+        XCTAssertTrue(feed(d, pdu(llid: 2, sn: 0, Array(whole[0..<20])), .centralToPeripheral, number: 2).events.isEmpty)
+        feed(d, pdu(llid: 1, sn: 0, nesn: 1, []), .peripheralToCentral, number: 3)
+        let over = feed(d, pdu(llid: 1, sn: 1, Array(whole[20...]) + [0xEE]), .centralToPeripheral, number: 4)
+        XCTAssertEqual(over.malformedLayers, [.l2cap], over.summary)
+        XCTAssertTrue(over.events.first?.malformed?.reason.contains("PDU abandoned") ?? false, over.summary)
+        XCTAssertTrue(d.pending.isEmpty)
+    }
+
+    func testDirectionsAreSeparate() {
+        let d = connected()
+        let whole = writePDU
+        XCTAssertTrue(feed(d, pdu(llid: 2, sn: 0, Array(whole[0..<20])), .centralToPeripheral, number: 2).events.isEmpty)
+        let wrong = feed(d, pdu(llid: 1, sn: 0, Array(whole[20...])), .peripheralToCentral, number: 3)
+        XCTAssertEqual(wrong.malformedLayers, [.l2cap], wrong.summary)
+        let right = feed(d, pdu(llid: 1, sn: 1, Array(whole[20...])), .centralToPeripheral, number: 4)
+        XCTAssertEqual(right.payload, write)
+    }
+
+    func testSMPOverTheAir() {
+        let d = connected()
+        let out = feed(d, pdu(llid: 2, sn: 0, l2cap(cid: 6, [0x01, 0x03, 0x00, 0x01, 0x10, 0x07, 0x07])), .centralToPeripheral, number: 2)
+        guard case .pairingRequest(let f)? = out.events.first?.smpPDU?.pdu else { return XCTFail(out.summary) }
+        XCTAssertEqual(f.maxKeySize, 16)
+        XCTAssertEqual(out.events.first?.smpPDU?.direction, .centralToPeripheral)
+    }
+}
