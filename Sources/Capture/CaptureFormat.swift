@@ -102,8 +102,16 @@ public func openCapture(_ path: String) throws(CaptureError) -> any CaptureReade
     let head = input.bytes(available)
     guard let format = CaptureFormat.detect(head) else {
         let shown = Hex.string(head.prefix(8), separator: " ")
+        var hint = "expected btsnoop, Apple PacketLogger, pcap or pcapng"
+        if head.count >= 2, head[0] == 0x1F, head[1] == 0x8B {
+            hint = "it is gzip-compressed: decompress it first (gunzip -k)"
+        } else if head.count >= 4, head.u32be(0) == 0x504B_0304 {
+            hint = "it is a zip archive (an Android bug report?): extract FS/data/misc/bluetooth/logs/btsnoop_hci.log from it"
+        } else if head.count >= 7, Array(head.prefix(7)) == Array("=======".utf8) || Array(head.prefix(5)) == Array("-----".utf8) {
+            hint = "it looks like text; an Android bug report's BTSNOOP_LOG_SUMMARY (btsnooz) is not read yet"
+        }
         throw CaptureError(.unknownFormat, path: path, offset: 0,
-                           "not a capture GATTLab reads (first bytes \(shown)); expected btsnoop, Apple PacketLogger, pcap or pcapng")
+                           "not a capture GATTLab reads (first bytes \(shown)); \(hint)")
     }
     switch format {
     case .btsnoop:
