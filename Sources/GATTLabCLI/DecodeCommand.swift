@@ -62,14 +62,18 @@ struct DecodeCommand: ParsableCommand {
             renderer.attOnly = attOnly
             let decoder = try options.makeDecoder()
             var decoded = 0
+            var progress = Progress(path: file)
             do {
                 let reader = try openCapture(file)
                 while let record = try reader.next() {
                     decoder.consume(record)
                     decoded += 1
                     if !decoder.events.isEmpty { renderer.render(decoder.events, record: record, decoder: decoder) }
+                    progress.update(records: decoded, offset: record.fileOffset)
                 }
+                progress.finish()
             } catch {
+                progress.finish()
                 out.flush()
                 status = status.worst(report(error, decoded: decoded))
             }

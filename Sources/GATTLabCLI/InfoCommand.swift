@@ -35,6 +35,7 @@ struct InfoCommand: ParsableCommand {
         for (index, file) in files.enumerated() {
             let summary = CaptureSummary(file: file)
             let decoder = try options.makeDecoder()
+            var progress = Progress(path: file)
             do {
                 let reader = try openCapture(file)
                 summary.format = reader.format.description
@@ -42,8 +43,11 @@ struct InfoCommand: ParsableCommand {
                 while let record = try reader.next() {
                     decoder.consume(record)
                     summary.add(record, decoder.events)
+                    progress.update(records: summary.records, offset: record.fileOffset)
                 }
+                progress.finish()
             } catch {
+                progress.finish()
                 summary.error = error.description
                 status = status.worst(report(error, decoded: summary.records))
             }
