@@ -19,8 +19,21 @@ final class BufferedInput {
     /// File offset of the cursor.
     private(set) var offset: Int64 = 0
 
+    /// Standard input, for `gattlab decode -` at the end of a pipe.
+    static let standardInputPath = "-"
+
+    private let ownsDescriptor: Bool
+
     init(path: String, capacity: Int = 1 << 20) throws(CaptureError) {
         self.path = path
+        if path == Self.standardInputPath {
+            fd = 0
+            ownsDescriptor = false
+            self.capacity = capacity
+            buffer = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 16)
+            return
+        }
+        ownsDescriptor = true
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         if fd < 0 {
             throw CaptureError(.cannotOpen, path: path, String(cString: strerror(errno)))
@@ -36,8 +49,19 @@ final class BufferedInput {
     }
 
     deinit {
-        close(fd)
+        if ownsDescriptor { close(fd) }
         buffer.deallocate()
+    }
+
+    /// Copies up to `count` bytes into `destination` and advances: a plain read interface for
+    /// libpcap when it reads through this buffer (pcap from standard input).
+    func drain(into destination: UnsafeMutableRawPointer, count: Int) throws(CaptureError) -> Int {
+        let available = min(count, try fill(min(count, capacity)))
+        if available > 0 {
+            destination.copyMemory(from: buffer + start, byteCount: available)
+            advance(available)
+        }
+        return available
     }
 
     /// Bytes available at the cursor without reading more.

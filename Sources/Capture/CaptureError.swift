@@ -34,7 +34,7 @@ public struct CaptureError: Error, Sendable, CustomStringConvertible {
 
     /// One line: `FILE: record N at byte offset X: what`.
     public var description: String {
-        var s = path
+        var s = path == "-" ? "<stdin>" : path
         if let record { s += ": record \(record)" }
         if let offset { s += record == nil ? ": at byte offset \(offset)" : " at byte offset \(offset)" }
         return s + ": " + message

@@ -92,7 +92,7 @@ public protocol CaptureReader: AnyObject {
     func next() throws(CaptureError) -> CaptureRecord?
 }
 
-/// Opens a capture of any supported format, detected from its first bytes.
+/// Opens a capture of any supported format, detected from its first bytes; "-" is standard input.
 public func openCapture(_ path: String) throws(CaptureError) -> any CaptureReader {
     let input = try BufferedInput(path: path)
     let available = try input.fill(16)
@@ -119,6 +119,7 @@ public func openCapture(_ path: String) throws(CaptureError) -> any CaptureReade
     case .packetLogger(let bigEndian):
         return PacketLoggerReader(input: input, bigEndian: bigEndian)
     case .pcap, .pcapng:
-        return try PcapReader(path: path, format: format)
+        // A file is reopened by libpcap; standard input cannot be, so libpcap reads it through the buffer.
+        return try PcapReader(path: path, format: format, input: path == BufferedInput.standardInputPath ? input : nil)
     }
 }

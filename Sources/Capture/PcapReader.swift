@@ -15,12 +15,23 @@ public final class PcapReader: CaptureReader {
     /// PPI's inner link type, found in the first record.
     private var ppiInner: UInt32?
 
-    init(path: String, format: CaptureFormat) throws(CaptureError) {
+    /// Opens a file by path, or standard input through the buffer that already holds the bytes
+    /// format detection looked at (libpcap reads it as a stdio stream).
+    init(path: String, format: CaptureFormat, input: BufferedInput? = nil) throws(CaptureError) {
         self.path = path
         self.format = format
         var errbuf = [CChar](repeating: 0, count: Int(PCAP_ERRBUF_SIZE) + 1)
-        guard let handle = pcap_open_offline_with_tstamp_precision(
-            path, UInt32(PCAP_TSTAMP_PRECISION_MICRO), &errbuf)
+        let opened: OpaquePointer?
+        if let input {
+            guard let stream = Self.stream(reading: input) else {
+                throw CaptureError(.cannotOpen, path: path, "cannot set up reading standard input")
+            }
+            opened = pcap_fopen_offline_with_tstamp_precision(stream, UInt32(PCAP_TSTAMP_PRECISION_MICRO), &errbuf)
+            if opened == nil { fclose(stream) }
+        } else {
+            opened = pcap_open_offline_with_tstamp_precision(path, UInt32(PCAP_TSTAMP_PRECISION_MICRO), &errbuf)
+        }
+        guard let handle = opened
         else {
             let message = String(decoding: errbuf.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
             throw CaptureError(.corrupt, path: path, offset: 0, "libpcap cannot open it: \(message)")
@@ -36,6 +47,31 @@ public final class PcapReader: CaptureReader {
     }
 
     deinit { pcap_close(handle) }
+
+    /// A stdio stream over a `BufferedInput` (glibc's fopencookie): reads drain the buffer, and
+    /// `ftello` reports the buffer's file offset, so errors still name byte offsets.
+    private static func stream(reading input: BufferedInput) -> UnsafeMutablePointer<FILE>? {
+        let cookie = Unmanaged.passRetained(input).toOpaque()
+        var functions = gattlab_cookie_io_functions()
+        functions.read = { cookie, destination, count in
+            guard let cookie, let destination else { return -1 }
+            let input = Unmanaged<BufferedInput>.fromOpaque(cookie).takeUnretainedValue()
+            return (try? input.drain(into: destination, count: count)) ?? -1
+        }
+        functions.seek = { cookie, position, whence in
+            // Only "where am I" is supported: standard input cannot go back.
+            guard let cookie, let position, whence == SEEK_CUR, position.pointee == 0 else { return -1 }
+            position.pointee = Unmanaged<BufferedInput>.fromOpaque(cookie).takeUnretainedValue().offset
+            return 0
+        }
+        functions.close = { cookie in
+            if let cookie { Unmanaged<BufferedInput>.fromOpaque(cookie).release() }
+            return 0
+        }
+        let stream = gattlab_fopencookie(cookie, "r", functions)
+        if stream == nil { Unmanaged<BufferedInput>.fromOpaque(cookie).release() }
+        return stream
+    }
 
     public func next() throws(CaptureError) -> CaptureRecord? {
         // libpcap reads through a stdio stream; its position before the read is this record's offset.

@@ -39,6 +39,12 @@ struct ConvertCommand: ParsableCommand {
     @Argument(help: ArgumentHelp("The capture to write.", valueName: "out"))
     var output: String
 
+    func validate() throws {
+        if output == "-" {
+            throw ValidationError("OUT must be a file: binary captures are not written to standard output")
+        }
+    }
+
     func run() throws {
         var converted = 0
         do {

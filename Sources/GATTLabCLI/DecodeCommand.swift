@@ -45,7 +45,7 @@ struct DecodeCommand: ParsableCommand {
     @Flag(name: .customLong("absolute-time"), help: "Times as UTC ISO 8601 instead of seconds since the first record (text output).")
     var absoluteTime = false
 
-    @Argument(help: ArgumentHelp("Capture files: btsnoop, PacketLogger, pcap or pcapng (format detected from content).", valueName: "file"))
+    @Argument(help: ArgumentHelp("Capture files: btsnoop, PacketLogger, pcap or pcapng (format detected from content); - reads standard input.", valueName: "file"))
     var files: [String]
 
     func run() throws {

@@ -25,7 +25,7 @@ struct InfoCommand: ParsableCommand {
 
     @OptionGroup var options: DecodeOptions
 
-    @Argument(help: ArgumentHelp("Capture files (format detected from content).", valueName: "file"))
+    @Argument(help: ArgumentHelp("Capture files (format detected from content); - reads standard input.", valueName: "file"))
     var files: [String]
 
     func run() throws {
