@@ -44,11 +44,13 @@ let package = Package(
             swiftSettings: strict),
         .executableTarget(name: "gattlab", dependencies: ["GATTLabCLI"], swiftSettings: strict),
 
-        .testTarget(name: "CaptureTests", dependencies: ["Capture"]),
-        .testTarget(name: "HCITests", dependencies: ["HCI", "Capture", "CBlueZ"]),
+        // Helpers shared by the test targets (deterministic randomness).
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .testTarget(name: "CaptureTests", dependencies: ["Capture", "TestSupport"]),
+        .testTarget(name: "HCITests", dependencies: ["HCI", "Capture", "CBlueZ", "TestSupport"]),
         .testTarget(name: "ATTTests", dependencies: ["ATT"]),
-        .testTarget(name: "GATTTests", dependencies: ["GATT", "ATT", "HCI", "Capture"]),
-        .testTarget(name: "GATTLabCLITests", dependencies: ["GATTLabCLI", "GATT", "Capture"]),
+        .testTarget(name: "GATTTests", dependencies: ["GATT", "ATT", "HCI", "Capture", "TestSupport"]),
+        .testTarget(name: "GATTLabCLITests", dependencies: ["GATTLabCLI", "GATT", "Capture", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 // Fixed-width integer loads on borrowed bytes. Callers check lengths first; these helpers only
 // remove the byte-order noise from the readers and decoders that follow.
 
@@ -73,4 +77,21 @@ public enum Hex {
         }
         return out
     }
+}
+
+/// Writes every byte to a file descriptor, going on after short writes and EINTR.
+/// Returns 0, or the errno that stopped it.
+public func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Int32 {
+    guard var next = bytes.baseAddress else { return 0 }
+    var left = bytes.count
+    while left > 0 {
+        let n = write(fd, next, left)
+        if n < 0 {
+            if errno == EINTR { continue }
+            return errno
+        }
+        next += n
+        left -= n
+    }
+    return 0
 }

@@ -166,19 +166,7 @@ public final class CaptureWriter {
     }
 
     private func flush(fd: Int32, _ buffer: inout [UInt8]) throws(CaptureError) {
-        var failure: Int32 = 0
-        buffer.withUnsafeBytes { bytes in
-            var done = 0
-            while done < bytes.count {
-                let n = Glibc.write(fd, bytes.baseAddress! + done, bytes.count - done)
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    failure = errno
-                    return
-                }
-                done += n
-            }
-        }
+        let failure = buffer.withUnsafeBytes { writeAll(fd, $0) }
         buffer.removeAll(keepingCapacity: true)
         if failure != 0 {
             throw CaptureError(.cannotWrite, path: path, String(cString: strerror(failure)))

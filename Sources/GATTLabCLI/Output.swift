@@ -1,3 +1,4 @@
+import Capture
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -39,19 +40,9 @@ final class OutputStream {
 
     func flush() {
         guard !buffer.isEmpty else { return }
-        buffer.withUnsafeBytes { bytes in
-            var done = 0
-            while done < bytes.count {
-                let n = Glibc.write(fd, bytes.baseAddress! + done, bytes.count - done)
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    if errno == EPIPE { exit(0) }
-                    return
-                }
-                done += n
-            }
-        }
+        let failure = buffer.withUnsafeBytes { writeAll(fd, $0) }
         buffer.removeAll(keepingCapacity: true)
+        if failure == EPIPE { exit(0) }
     }
 
     // MARK: Fast formatting of the pieces JSON Lines and text output are made of.

@@ -1,3 +1,4 @@
+import TestSupport
 import Foundation
 import XCTest
 
@@ -252,7 +253,7 @@ final class DamagedInputTests: XCTestCase {
         let full = readAll(try RealCaptures.path(name))
         XCTAssertNil(full.error)
         let starts = full.records.map { Int($0.fileOffset) }
-        var rng = SeededRandom(seed: seed)
+        var rng = SplitMix(seed: seed)
         let dir = TempDir()
         let path = dir.file("mutant")
         var errors = 0, clean = 0

@@ -1,3 +1,4 @@
+import TestSupport
 import ATT
 import HCI
 import XCTest
@@ -106,18 +107,5 @@ final class GATTMalformedTests: XCTestCase {
             if generator.next() & 1 == 0 { feed.send(pdu) } else { feed.receive(pdu) }
         }
         XCTAssertGreaterThan(feed.frame, 3000)
-    }
-}
-
-/// A small deterministic generator (SplitMix64) so the test is the same on every run.
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE5_E9B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
