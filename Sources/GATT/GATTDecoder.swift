@@ -170,10 +170,24 @@ public final class GATTDecoder {
         // An opcode Core 5.4 does not define is shown as unknown, not malformed: Wireshark
         // marks it the same way, and fuzzers and future specifications send them.
         event.pdu = pdu
-        event.handle = pdu.handle
-        if let h = pdu.handle { event.info = session.table.table.info(for: h) }
+        event.handle = pdu.handle ?? Self.requestedHandle(pdu, session, answering: direction)
+        if let h = event.handle { event.info = session.table.table.info(for: h) }
         events.append(.att(event))
         track(pdu, session, key: key, direction: direction, record: record)
+    }
+
+    /// The handle a Read (Blob) Response answers, from its request, as Wireshark shows it: so the
+    /// value is named, and redacted when it belongs to a secret-bearing characteristic.
+    private static func requestedHandle(_ pdu: ATTPDU, _ s: Session, answering direction: PacketDirection) -> UInt16? {
+        let requester = 1 - slot(direction)
+        switch pdu {
+        case .readResponse:
+            return s.requests[requester].flatMap { $0.opcode == 0x0A ? $0.handle : nil }
+        case .readBlobResponse:
+            return s.requests[requester].flatMap { $0.opcode == 0x0C ? $0.handle : nil }
+        default:
+            return nil
+        }
     }
 
     /// Session bookkeeping: MTU, discovery into the table, long operations, subscriptions.

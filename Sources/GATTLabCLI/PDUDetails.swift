@@ -76,7 +76,10 @@ enum PDUDetails {
         case .readBlobRequest(let h, let off): return "\(target(h)) offset \(off)"
         case .readMultipleRequest(let hs), .readMultipleVariableRequest(let hs):
             return hs.map { target($0) }.joined(separator: ", ")
-        case .readResponse(let v), .readBlobResponse(let v), .readMultipleResponse(let v):
+        case .readResponse(let v), .readBlobResponse(let v):
+            let answered = e.handle.map { "\(target($0))  " } ?? ""
+            return answered + value(v, secret: secret, reveal: reveal)
+        case .readMultipleResponse(let v):
             return value(v, secret: false, reveal: reveal)
         case .readMultipleVariableResponse(let vs):
             return vs.map { value($0, secret: false, reveal: reveal) }.joined(separator: " | ")

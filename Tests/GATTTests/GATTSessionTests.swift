@@ -227,3 +227,23 @@ final class GATTSessionTests: XCTestCase {
         XCTAssertTrue(TableSource.none.description.contains("--gatt-table"))
     }
 }
+
+extension GATTSessionTests {
+    /// A Read Response names the handle its request asked for (as Wireshark does), so output can
+    /// name and, for credential characteristics, redact it; a response without a request does not.
+    func testReadResponsesCarryTheRequestedHandle() throws {
+        let decoder = GATTDecoder()
+        decoder.defaultTable = try XCTUnwrap(BuiltInProfiles.table(named: "speaker")).table
+        decoder.defaultTableSource = .builtIn("speaker")
+        let feed = GATTFeed(decoder)
+        feed.connect()
+        feed.send(.readRequest(handle: 14))
+        let answer = feed.receive(.readResponse(value: Array("HomeNet\u{0}secret".utf8))).atts.first
+        XCTAssertEqual(answer?.handle, 14)
+        XCTAssertEqual(answer?.info?.uuid, BluetoothUUID(string: "00000005-1234-5678-9abc-def012345678"))
+        XCTAssertTrue(KnownUUIDs.secretBearing.contains(try XCTUnwrap(answer?.info?.uuid)))
+        feed.send(.readBlobRequest(handle: 20, offset: 22))
+        XCTAssertEqual(feed.receive(.readBlobResponse(value: [1, 2])).atts.first?.handle, 20)
+        XCTAssertNil(feed.receive(.readResponse(value: [9])).atts.first?.handle, "no request pending")
+    }
+}
