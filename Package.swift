@@ -16,7 +16,7 @@ let package = Package(
     platforms: [.macOS(.v13)],
     products: [
         .executable(name: "gattlab", targets: ["gattlab"]),
-        .library(name: "GATTLab", targets: ["Capture", "HCI", "ATT", "GATT"]),
+        .library(name: "GATTLab", targets: ["Capture", "HCI", "ATT", "GATT", "Profiles"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -34,11 +34,13 @@ let package = Package(
         .target(name: "ATT", swiftSettings: strict),
         // Attribute tables from discovery, long operations, MTU, subscriptions: the session model.
         .target(name: "GATT", dependencies: ["ATT", "HCI"], swiftSettings: strict),
+        // Device protocols: one folder each (codec and decoding state), registered by characteristic UUID.
+        .target(name: "Profiles", dependencies: ["GATT", "ATT", "HCI", "Capture"], swiftSettings: strict),
         // Command-line parsing and wiring only.
         .target(
             name: "GATTLabCLI",
             dependencies: [
-                "Capture", "HCI", "ATT", "GATT",
+                "Capture", "HCI", "ATT", "GATT", "Profiles",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict),
@@ -50,6 +52,7 @@ let package = Package(
         .testTarget(name: "HCITests", dependencies: ["HCI", "Capture", "CBlueZ", "TestSupport"]),
         .testTarget(name: "ATTTests", dependencies: ["ATT"]),
         .testTarget(name: "GATTTests", dependencies: ["GATT", "ATT", "HCI", "Capture", "TestSupport"]),
+        .testTarget(name: "ProfilesTests", dependencies: ["Profiles", "GATT", "ATT", "HCI", "Capture", "TestSupport"]),
         .testTarget(name: "GATTLabCLITests", dependencies: ["GATTLabCLI", "GATT", "Capture", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]

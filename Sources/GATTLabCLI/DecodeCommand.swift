@@ -3,6 +3,7 @@ import ATT
 import Capture
 import GATT
 import HCI
+import Profiles
 
 struct DecodeCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -61,6 +62,7 @@ struct DecodeCommand: ParsableCommand {
             renderer.uuidFilter = uuid
             renderer.attOnly = attOnly
             let decoder = try options.makeDecoder()
+            let profiles = ProfileDecoder()
             var decoded = 0
             var progress = Progress(path: file)
             do {
@@ -68,7 +70,11 @@ struct DecodeCommand: ParsableCommand {
                 while let record = try reader.next() {
                     decoder.consume(record)
                     decoded += 1
-                    if !decoder.events.isEmpty { renderer.render(decoder.events, record: record, decoder: decoder) }
+                    if !decoder.events.isEmpty {
+                        renderer.render(decoder.events, record: record, decoder: decoder)
+                        profiles.consume(decoder.events, record: record)
+                        if !profiles.events.isEmpty { renderer.render(profiles.events, record: record) }
+                    }
                     progress.update(records: decoded, offset: record.fileOffset)
                 }
                 progress.finish()

@@ -63,6 +63,8 @@ final class EventRenderer {
 
     // MARK: Filters
 
+    func passesConnection(_ key: ConnectionKey?) -> Bool { passes(key) }
+
     private func passes(_ key: ConnectionKey?) -> Bool {
         guard !connectionFilter.isEmpty else { return true }
         guard let key else { return false }
@@ -88,6 +90,8 @@ final class EventRenderer {
     private func time(_ t: Int64) -> String {
         absoluteTime ? TimeFormat.iso8601(t) : TimeFormat.relative(t, since: firstTime ?? t)
     }
+
+    func lineForProfile(_ record: CaptureRecord, _ key: ConnectionKey, _ body: String) { line(record, key, body) }
 
     private func line(_ record: CaptureRecord, _ key: ConnectionKey?, _ body: String, arrow: String = " ") {
         var s = ""
@@ -299,15 +303,31 @@ final class EventRenderer {
         out.write("}\n")
     }
 
-    private func field(_ name: String, _ v: Int) {
+    /// Fields of a `protocol` line, for the protocol renderer.
+    struct JSONFields {
+        let renderer: EventRenderer
+        func string(_ k: String, _ v: String) { renderer.field(k, v) }
+        func int(_ k: String, _ v: Int) { renderer.field(k, v) }
+        func bool(_ k: String, _ v: Bool) { renderer.field(k, v) }
+        /// A value that is already JSON.
+        func raw(_ k: String, _ json: String) {
+            renderer.out.write(",\""); renderer.out.write(k); renderer.out.write("\":"); renderer.out.write(json)
+        }
+    }
+
+    func jsonLineForProfile(_ record: CaptureRecord, _ key: ConnectionKey, _ body: (JSONFields) -> Void) {
+        jsonLine(record, type: "protocol", key) { body(JSONFields(renderer: self)) }
+    }
+
+    fileprivate func field(_ name: String, _ v: Int) {
         out.write(",\""); out.write(name); out.write("\":"); out.int(v)
     }
 
-    private func field(_ name: String, _ v: String) {
+    fileprivate func field(_ name: String, _ v: String) {
         out.write(",\""); out.write(name); out.write("\":"); out.jsonString(v)
     }
 
-    private func field(_ name: String, _ v: Bool) {
+    fileprivate func field(_ name: String, _ v: Bool) {
         out.write(",\""); out.write(name); out.write(v ? "\":true" : "\":false")
     }
 

@@ -1,0 +1,71 @@
+import ATT
+import Capture
+import HCI
+
+/// How a value reached or left a characteristic.
+public enum ValueOperation: String, Sendable {
+    case write, notify, indicate, read
+}
+
+/// One value on a registered characteristic, as the protocol decoders receive it.
+public struct ProfileValue: Sendable {
+    public var connection: ConnectionKey
+    public var characteristic: BluetoothUUID
+    public var handle: UInt16
+    public var operation: ValueOperation
+    public var bytes: [UInt8]
+    /// The record it completed in, and the first record it was assembled from.
+    public var frame: Int
+    public var firstFrame: Int
+    public var time: Int64
+}
+
+/// A device-protocol message, decoded.
+public enum ProfileMessage: Sendable, Hashable {
+    case otaCredentials(SpeakerOTA.Credentials)
+    case otaURL(SpeakerOTA.FirmwareURL)
+    case otaControl(SpeakerOTA.ControlCommand)
+    case otaStatus(SpeakerOTA.Status)
+    case scanRequest([UInt8])
+    case scanResult(SensorScan.Response)
+}
+
+/// What the protocol layer reports: a message (when it decoded) and its problems.
+public struct ProfileEvent: Sendable {
+    public var connection: ConnectionKey
+    public var protocolName: String
+    /// Stable kind, such as `ota.status` or `scan.result`.
+    public var kind: String
+    public var message: ProfileMessage?
+    public var problems: [ProtocolProblem]
+    public var frame: Int
+    public var firstFrame: Int
+    public var time: Int64
+    public var handle: UInt16
+    public var characteristic: BluetoothUUID
+
+    init(_ v: ProfileValue, protocolName: String, kind: String, message: ProfileMessage?, problems: [ProtocolProblem]) {
+        connection = v.connection
+        self.protocolName = protocolName
+        self.kind = kind
+        self.message = message
+        self.problems = problems
+        frame = v.frame
+        firstFrame = v.firstFrame
+        time = v.time
+        handle = v.handle
+        characteristic = v.characteristic
+    }
+}
+
+/// One device protocol: the characteristics it owns and its per-connection decoding state.
+/// Adding a protocol is a type conforming to this and one line in `ProfileDecoder.registry`.
+public protocol DeviceProtocol: Sendable {
+    static var name: String { get }
+    static var characteristics: Set<BluetoothUUID> { get }
+    init()
+    /// Decodes a value written to, notified or read from one of its characteristics.
+    mutating func decode(_ value: ProfileValue) -> [ProfileEvent]
+    /// The connection ended: report anything left unfinished.
+    mutating func connectionEnded(_ connection: ConnectionKey, frame: Int, time: Int64, reason: String) -> [ProfileEvent]
+}

@@ -1,0 +1,37 @@
+import ATT
+import HCI
+
+/// Decodes the speaker's OTA messages by characteristic. Stateless: each write and status
+/// stands alone (the state machine's rules are checked by the timeline's diagnoses).
+public struct SpeakerOTAProtocol: DeviceProtocol {
+    public static let name = "speaker-ota"
+    public static let characteristics: Set<BluetoothUUID> = [
+        SpeakerOTA.credentials, SpeakerOTA.url, SpeakerOTA.control, SpeakerOTA.status,
+    ]
+
+    public init() {}
+
+    public mutating func decode(_ v: ProfileValue) -> [ProfileEvent] {
+        func event(_ kind: String, _ message: ProfileMessage?, _ problems: [ProtocolProblem]) -> [ProfileEvent] {
+            [ProfileEvent(v, protocolName: Self.name, kind: kind, message: message, problems: problems)]
+        }
+        switch v.characteristic {
+        case SpeakerOTA.credentials:
+            let (c, p) = SpeakerOTA.Credentials.decode(v.bytes)
+            return event("ota.credentials", c.map { .otaCredentials($0) }, p)
+        case SpeakerOTA.url:
+            let (u, p) = SpeakerOTA.FirmwareURL.decode(v.bytes)
+            return event("ota.url", u.map { .otaURL($0) }, p)
+        case SpeakerOTA.control:
+            let (c, p) = SpeakerOTA.ControlCommand.decode(v.bytes)
+            return event("ota.control", c.map { .otaControl($0) }, p)
+        case SpeakerOTA.status:
+            let (s, p) = SpeakerOTA.Status.decode(v.bytes)
+            return event("ota.status", s.map { .otaStatus($0) }, p)
+        default:
+            return []
+        }
+    }
+
+    public mutating func connectionEnded(_ connection: ConnectionKey, frame: Int, time: Int64, reason: String) -> [ProfileEvent] { [] }
+}
