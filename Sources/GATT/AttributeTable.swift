@@ -32,6 +32,8 @@ public struct AttributeTable: Sendable, Hashable {
     public private(set) var services: [UInt16: Service] = [:]
     public private(set) var characteristics: [UInt16: Characteristic] = [:]
     public private(set) var descriptors: [UInt16: BluetoothUUID] = [:]
+    /// Names read from Characteristic User Description (0x2901) descriptors, by value handle.
+    public private(set) var userDescriptions: [UInt16: String] = [:]
     /// The lookup used on every PDU.
     private var byHandle: [UInt16: HandleInfo] = [:]
 
@@ -64,6 +66,10 @@ public struct AttributeTable: Sendable, Hashable {
         byHandle[valueHandle] = HandleInfo(role: .value, uuid: uuid, characteristic: uuid)
         descriptors[valueHandle] = nil
         refreshDescriptorOwners()
+    }
+
+    public mutating func setUserDescription(_ name: String, valueHandle: UInt16) {
+        userDescriptions[valueHandle] = name
     }
 
     /// A value handle learned from Read By Type on a characteristic UUID, its declaration unseen.
@@ -109,6 +115,7 @@ public struct AttributeTable: Sendable, Hashable {
             addCharacteristic(declaration: c.declarationHandle, properties: c.properties, valueHandle: c.valueHandle, uuid: c.uuid)
         }
         for (h, u) in other.descriptors { addFoundInformation(handle: h, uuid: u) }
+        for (h, n) in other.userDescriptions { userDescriptions[h] = n }
     }
 
     /// A readable name for a handle: the characteristic's or descriptor's name, or its UUID.

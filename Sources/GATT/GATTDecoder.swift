@@ -266,6 +266,7 @@ public final class GATTDecoder {
                 s.longReads[other] = LongRead(handle: req.handle, bytes: value, firstFrame: req.frame, parts: 1)
             } else {
                 s.longReads[other] = nil
+                learnUserDescription(s, key, handle: req.handle, value: value)
             }
         case .readBlobResponse(let part):
             guard let req = s.requests[other], req.opcode == 0x0C else { break }
@@ -357,8 +358,19 @@ public final class GATTDecoder {
         return joined
     }
 
+    /// A Characteristic User Description (0x2901) read names its characteristic: ESP-IDF
+    /// provisioning finds its endpoints ("prov-session", "prov-config"...) this way.
+    private func learnUserDescription(_ s: Session, _ key: ConnectionKey, handle: UInt16, value: [UInt8]) {
+        guard let info = s.table.table.info(for: handle), info.role == .descriptor, info.uuid.uuid16 == 0x2901,
+              let owner = s.table.table.owner(ofDescriptor: handle) else { return }
+        let name = String(decoding: value.prefix { $0 != 0 }, as: UTF8.self)
+        guard s.table.table.userDescriptions[owner.valueHandle] != name else { return }
+        update(s.table, key, discovery: false) { t in t.setUserDescription(name, valueHandle: owner.valueHandle) }
+    }
+
     private func finishLongRead(_ read: LongRead, _ s: Session, _ key: ConnectionKey) {
         guard read.parts > 1 || read.firstFrame > 0 else { return }
+        learnUserDescription(s, key, handle: read.handle, value: read.bytes)
         let info = s.table.table.info(for: read.handle)
         events.append(.operation(.longRead(key, handle: read.handle, info: info, value: read.bytes,
                                            firstFrame: read.firstFrame, parts: read.parts)))

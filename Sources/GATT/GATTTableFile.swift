@@ -20,6 +20,8 @@ public struct GATTTableFile: Codable, Sendable {
     public struct Characteristic: Codable, Sendable {
         public var uuid: BluetoothUUID
         public var name: String?
+        /// The characteristic's 0x2901 user description, when read (ESP-IDF endpoint names).
+        public var description: String?
         public var handle: UInt16
         public var valueHandle: UInt16
         public var properties: [String]
@@ -60,8 +62,9 @@ public struct GATTTableFile: Codable, Sendable {
     private static func characteristic(_ c: AttributeTable.Characteristic, table: AttributeTable,
                                        descriptors: [(key: UInt16, value: BluetoothUUID)]) -> Characteristic {
         let ds = descriptors.filter { table.owner(ofDescriptor: $0.key)?.declarationHandle == c.declarationHandle }
-        return Characteristic(uuid: c.uuid, name: KnownUUIDs.name(c.uuid), handle: c.declarationHandle,
-                              valueHandle: c.valueHandle, properties: AttributeTable.propertyNames(c.properties),
+        return Characteristic(uuid: c.uuid, name: KnownUUIDs.name(c.uuid), description: table.userDescriptions[c.valueHandle],
+                              handle: c.declarationHandle, valueHandle: c.valueHandle,
+                              properties: AttributeTable.propertyNames(c.properties),
                               descriptors: ds.map { Descriptor(uuid: $0.value, handle: $0.key) })
     }
 
@@ -84,6 +87,7 @@ public struct GATTTableFile: Codable, Sendable {
                     }
                     t.addCharacteristic(declaration: c.handle, properties: props, valueHandle: c.valueHandle, uuid: c.uuid)
                     for d in c.descriptors ?? [] { t.addFoundInformation(handle: d.handle, uuid: d.uuid) }
+                    if let d = c.description { t.setUserDescription(d, valueHandle: c.valueHandle) }
                 }
             }
             return t

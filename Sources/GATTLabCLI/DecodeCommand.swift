@@ -72,7 +72,7 @@ struct DecodeCommand: ParsableCommand {
                     decoded += 1
                     if !decoder.events.isEmpty {
                         renderer.render(decoder.events, record: record, decoder: decoder)
-                        profiles.consume(decoder.events, record: record)
+                        profiles.consume(decoder, record: record)
                         if !profiles.events.isEmpty { renderer.render(profiles.events, record: record) }
                     }
                     progress.update(records: decoded, offset: record.fileOffset)

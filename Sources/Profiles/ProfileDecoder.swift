@@ -13,28 +13,43 @@ public final class ProfileDecoder {
     ]
 
     private let owners: [BluetoothUUID: Int]
+    private let namedOwners: [String: Int]
     private var states: [ConnectionKey: [Int: any DeviceProtocol]] = [:]
     public private(set) var events: [ProfileEvent] = []
 
     public init() {
         var owners: [BluetoothUUID: Int] = [:]
+        var named: [String: Int] = [:]
         for (i, p) in Self.registry.enumerated() {
             for c in p.characteristics { owners[c] = i }
+            for n in p.endpointNames { named[n] = i }
         }
         self.owners = owners
+        namedOwners = named
     }
 
     /// Whether a characteristic belongs to a registered protocol.
     public func isRegistered(_ uuid: BluetoothUUID) -> Bool { owners[uuid] != nil }
 
-    /// Consumes the GATT events of one record; read `events` afterwards.
-    public func consume(_ gatt: [GATTEvent], record: CaptureRecord) {
+    /// The protocol that owns a value handle: by its characteristic's UUID, else by the name
+    /// its user description gave it.
+    private func owner(_ info: HandleInfo?, handle: UInt16, table: AttributeTable?) -> (Int, String?)? {
+        guard let info, info.role == .value else { return nil }
+        let name = table?.userDescriptions[handle]
+        if let i = owners[info.uuid] { return (i, name) }
+        if let name, let i = namedOwners[name] { return (i, name) }
+        return nil
+    }
+
+    /// Consumes the GATT events of the record `gatt` last decoded; read `events` afterwards.
+    public func consume(_ gatt: GATTDecoder, record: CaptureRecord) {
         events.removeAll(keepingCapacity: true)
-        for event in gatt {
+        for event in gatt.events {
             switch event {
             case .att(let e):
-                guard let info = e.info, info.role == .value, owners[info.uuid] != nil, let pdu = e.pdu,
-                      let handle = e.handle else { continue }
+                guard let pdu = e.pdu, let handle = e.handle, let info = e.info, info.role == .value else { continue }
+                let table = namedOwners.isEmpty ? nil : gatt.table(for: e.connection)?.0
+                guard let (index, name) = owner(info, handle: handle, table: table) else { continue }
                 let operation: ValueOperation
                 switch pdu {
                 case .writeRequest, .writeCommand, .signedWriteCommand: operation = .write
@@ -45,14 +60,16 @@ public final class ProfileDecoder {
                 default: continue
                 }
                 guard let bytes = pdu.value else { continue }
-                dispatch(ProfileValue(connection: e.connection, characteristic: info.uuid, handle: handle, operation: operation,
-                                      bytes: bytes, frame: record.number, firstFrame: record.number, time: record.timestamp))
+                dispatch(index, ProfileValue(connection: e.connection, characteristic: info.uuid, endpoint: name, handle: handle,
+                                             operation: operation, bytes: bytes, frame: record.number,
+                                             firstFrame: record.number, time: record.timestamp))
             case .operation(.longWrite(let key, let handle, let info, let value, let first, _)),
                  .operation(.longRead(let key, let handle, let info, let value, let first, _)):
-                guard let info, info.role == .value, owners[info.uuid] != nil else { continue }
+                guard let info, let (index, name) = owner(info, handle: handle, table: gatt.table(for: key)?.0) else { continue }
                 let isWrite = if case .operation(.longWrite) = event { true } else { false }
-                dispatch(ProfileValue(connection: key, characteristic: info.uuid, handle: handle, operation: isWrite ? .write : .read,
-                                      bytes: value, frame: record.number, firstFrame: first, time: record.timestamp))
+                dispatch(index, ProfileValue(connection: key, characteristic: info.uuid, endpoint: name, handle: handle,
+                                             operation: isWrite ? .write : .read, bytes: value, frame: record.number,
+                                             firstFrame: first, time: record.timestamp))
             case .link(.disconnection(let info, let reason)):
                 guard var protocols = states.removeValue(forKey: info.key) else { continue }
                 for i in protocols.keys.sorted() {
@@ -65,8 +82,7 @@ public final class ProfileDecoder {
         }
     }
 
-    private func dispatch(_ v: ProfileValue) {
-        guard let index = owners[v.characteristic] else { return }
+    private func dispatch(_ index: Int, _ v: ProfileValue) {
         var state = states[v.connection]?[index] ?? Self.registry[index].init()
         events += state.decode(v)
         states[v.connection, default: [:]][index] = state

@@ -11,6 +11,9 @@ public enum ValueOperation: String, Sendable {
 public struct ProfileValue: Sendable {
     public var connection: ConnectionKey
     public var characteristic: BluetoothUUID
+    /// The characteristic's user description (0x2901), when the table knows it: how ESP-IDF
+    /// names its endpoints.
+    public var endpoint: String?
     public var handle: UInt16
     public var operation: ValueOperation
     public var bytes: [UInt8]
@@ -63,9 +66,15 @@ public struct ProfileEvent: Sendable {
 public protocol DeviceProtocol: Sendable {
     static var name: String { get }
     static var characteristics: Set<BluetoothUUID> { get }
+    /// Endpoints recognised by their 0x2901 user description instead of (or as well as) UUID.
+    static var endpointNames: Set<String> { get }
     init()
     /// Decodes a value written to, notified or read from one of its characteristics.
     mutating func decode(_ value: ProfileValue) -> [ProfileEvent]
     /// The connection ended: report anything left unfinished.
     mutating func connectionEnded(_ connection: ConnectionKey, frame: Int, time: Int64, reason: String) -> [ProfileEvent]
+}
+
+extension DeviceProtocol {
+    public static var endpointNames: Set<String> { [] }
 }

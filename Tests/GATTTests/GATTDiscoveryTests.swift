@@ -208,3 +208,24 @@ final class GATTDiscoveryTests: XCTestCase {
         XCTAssertEqual(feed.table(0x41)?.isEmpty, true)
     }
 }
+
+extension GATTDiscoveryTests {
+    /// Reading a Characteristic User Description names its characteristic in the table (ESP-IDF
+    /// provisioning finds its endpoints by these names), and the name survives export.
+    func testUserDescriptionReadNamesTheCharacteristic() throws {
+        let feed = GATTFeed()
+        feed.connect()
+        Device.discover(feed)
+        feed.send(.readRequest(handle: 0x16))
+        feed.receive(.readResponse(value: Array("prov-session".utf8)))
+        let table = try XCTUnwrap(feed.table())
+        XCTAssertEqual(table.userDescriptions[0x14], "prov-session")
+        let file = GATTTableFile(name: nil, table: table)
+        let back = try file.table
+        XCTAssertEqual(back.userDescriptions[0x14], "prov-session")
+        // A read of something that is not a 0x2901 descriptor names nothing.
+        feed.send(.readRequest(handle: 0x03))
+        feed.receive(.readResponse(value: Array("Speaker".utf8)))
+        XCTAssertEqual(feed.table()?.userDescriptions.count, 1)
+    }
+}

@@ -27,9 +27,9 @@ final class ProfileDecoderTests: XCTestCase {
                 gatt.consume(CaptureRecord(number: number, fileOffset: 0, timestamp: Int64(number) * 1000,
                                            direction: direction, kind: kind, originalLength: bytes.count, data: raw))
             }
-            profiles.consume(gatt.events, record: CaptureRecord(number: number, fileOffset: 0, timestamp: Int64(number) * 1000,
-                                                                direction: direction, kind: kind, originalLength: 0,
-                                                                data: UnsafeRawBufferPointer(start: nil, count: 0)))
+            profiles.consume(gatt, record: CaptureRecord(number: number, fileOffset: 0, timestamp: Int64(number) * 1000,
+                                                         direction: direction, kind: kind, originalLength: 0,
+                                                         data: UnsafeRawBufferPointer(start: nil, count: 0)))
             out += profiles.events
         }
 
