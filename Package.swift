@@ -16,10 +16,14 @@ let package = Package(
     platforms: [.macOS(.v13)],
     products: [
         .executable(name: "gattlab", targets: ["gattlab"]),
-        .library(name: "GATTLab", targets: ["Capture", "HCI", "ATT", "GATT", "Profiles"]),
+        .library(name: "GATTLab", targets: ["Capture", "HCI", "ATT", "GATT", "Profiles", "Transport", "Emulator"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        // Runtime for the generated nRF7 and ESP-IDF provisioning messages (code generated once, committed).
+        .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0"),
+        // X25519, SHA-256 and AES-CTR for ESP-IDF security 1 sessions.
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
     ],
     targets: [
         // System libraries, reached through module maps (see Sources/C*/module.modulemap).
@@ -35,12 +39,24 @@ let package = Package(
         // Attribute tables from discovery, long operations, MTU, subscriptions: the session model.
         .target(name: "GATT", dependencies: ["ATT", "HCI"], swiftSettings: strict),
         // Device protocols: one folder each (codec and decoding state), registered by characteristic UUID.
-        .target(name: "Profiles", dependencies: ["GATT", "ATT", "HCI", "Capture"], swiftSettings: strict),
+        .target(
+            name: "Profiles",
+            dependencies: [
+                "GATT", "ATT", "HCI", "Capture",
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ],
+            swiftSettings: strict),
+        // ATT bearers: an in-memory pair now; a Unix socket and BlueZ L2CAP later.
+        .target(name: "Transport", dependencies: ["ATT"], swiftSettings: strict),
+        // Emulated devices: a GATT server on the ATT codec, device models with faults, recording.
+        .target(name: "Emulator", dependencies: ["Profiles", "Transport", "GATT", "ATT", "HCI", "Capture"], swiftSettings: strict),
         // Command-line parsing and wiring only.
         .target(
             name: "GATTLabCLI",
             dependencies: [
-                "Capture", "HCI", "ATT", "GATT", "Profiles",
+                "Capture", "HCI", "ATT", "GATT", "Profiles", "Transport", "Emulator",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict),
@@ -53,6 +69,7 @@ let package = Package(
         .testTarget(name: "ATTTests", dependencies: ["ATT"]),
         .testTarget(name: "GATTTests", dependencies: ["GATT", "ATT", "HCI", "Capture", "TestSupport"]),
         .testTarget(name: "ProfilesTests", dependencies: ["Profiles", "GATT", "ATT", "HCI", "Capture", "TestSupport"]),
+        .testTarget(name: "EmulatorTests", dependencies: ["Emulator", "Transport", "Profiles", "GATT", "ATT", "HCI", "Capture", "TestSupport"]),
         .testTarget(name: "GATTLabCLITests", dependencies: ["GATTLabCLI", "GATT", "Capture", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]

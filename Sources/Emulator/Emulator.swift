@@ -1,0 +1,1 @@
+/// Emulated devices (see DESIGN.md): filled in by issue 3.

@@ -1,0 +1,1 @@
+/// ATT bearers (see DESIGN.md): filled in with the emulator.
