@@ -34,52 +34,86 @@ public struct AttributeTable: Sendable, Hashable {
     public private(set) var descriptors: [UInt16: BluetoothUUID] = [:]
     /// Names read from Characteristic User Description (0x2901) descriptors, by value handle.
     public private(set) var userDescriptions: [UInt16: String] = [:]
-    /// The lookup used on every PDU.
+    /// The lookup used on every PDU. Descriptors' owners are not stored here but found when
+    /// asked, so entries may arrive in any order without recomputation.
     private var byHandle: [UInt16: HandleInfo] = [:]
+    /// Value handles of characteristics and service starts, sorted, for owner lookups by
+    /// binary search (a hostile table of thousands of entries stays cheap).
+    private var valueHandles: [UInt16] = []
+    private var valueHandleToDeclaration: [UInt16: UInt16] = [:]
+    private var serviceStarts: [UInt16] = []
+
+    /// Real devices have hundreds of attributes at most; a table beyond this takes no new
+    /// handles, so hostile discovery cannot grow memory without bound.
+    public static let maxEntries = 4096
 
     public init() {}
 
     public var isEmpty: Bool { services.isEmpty && characteristics.isEmpty && descriptors.isEmpty }
 
     @inline(__always)
-    public func info(for handle: UInt16) -> HandleInfo? { byHandle[handle] }
-
-    public mutating func addService(start: UInt16, end: UInt16, uuid: BluetoothUUID, primary: Bool) {
-        services[start] = Service(uuid: uuid, startHandle: start, endHandle: end, primary: primary)
-        byHandle[start] = HandleInfo(role: .service, uuid: BluetoothUUID(uuid16: primary ? 0x2800 : 0x2801), characteristic: nil)
-        refreshDescriptorOwners()
+    public func info(for handle: UInt16) -> HandleInfo? {
+        guard var info = byHandle[handle] else { return nil }
+        if info.role == .descriptor { info.characteristic = owner(ofDescriptor: handle)?.uuid }
+        return info
     }
 
-    /// Owners depend on services and characteristics, which may arrive after the descriptors:
-    /// recomputed whenever either changes (discovery is rare; lookups are per PDU).
-    private mutating func refreshDescriptorOwners() {
-        for handle in descriptors.keys {
-            let owner = owner(ofDescriptor: handle)?.uuid
-            byHandle[handle]?.characteristic = owner
+    private func hasRoom(for handles: UInt16...) -> Bool {
+        byHandle.count + handles.count <= Self.maxEntries || handles.allSatisfy { byHandle[$0] != nil }
+    }
+
+    private static func insertSorted(_ v: UInt16, into array: inout [UInt16]) {
+        var lo = 0, hi = array.count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if array[mid] < v { lo = mid + 1 } else { hi = mid }
         }
+        if lo == array.count || array[lo] != v { array.insert(v, at: lo) }
+    }
+
+    /// Index of the last element below `v` (or at most `v`, when `orEqual`) in a sorted array.
+    private static func lastBelow(_ v: UInt16, in array: [UInt16], orEqual: Bool = false) -> Int? {
+        var lo = 0, hi = array.count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if array[mid] < v || (orEqual && array[mid] == v) { lo = mid + 1 } else { hi = mid }
+        }
+        return lo == 0 ? nil : lo - 1
+    }
+
+    public mutating func addService(start: UInt16, end: UInt16, uuid: BluetoothUUID, primary: Bool) {
+        guard hasRoom(for: start) else { return }
+        services[start] = Service(uuid: uuid, startHandle: start, endHandle: end, primary: primary)
+        byHandle[start] = HandleInfo(role: .service, uuid: BluetoothUUID(uuid16: primary ? 0x2800 : 0x2801), characteristic: nil)
+        Self.insertSorted(start, into: &serviceStarts)
     }
 
     public mutating func addCharacteristic(declaration: UInt16, properties: UInt8, valueHandle: UInt16, uuid: BluetoothUUID) {
+        guard hasRoom(for: declaration, valueHandle) else { return }
         characteristics[declaration] = Characteristic(uuid: uuid, declarationHandle: declaration,
                                                       valueHandle: valueHandle, properties: properties)
         byHandle[declaration] = HandleInfo(role: .declaration, uuid: BluetoothUUID(uuid16: 0x2803), characteristic: uuid)
         byHandle[valueHandle] = HandleInfo(role: .value, uuid: uuid, characteristic: uuid)
         descriptors[valueHandle] = nil
-        refreshDescriptorOwners()
+        valueHandleToDeclaration[valueHandle] = declaration
+        Self.insertSorted(valueHandle, into: &valueHandles)
     }
 
     public mutating func setUserDescription(_ name: String, valueHandle: UInt16) {
-        userDescriptions[valueHandle] = name
+        guard userDescriptions.count < Self.maxEntries || userDescriptions[valueHandle] != nil else { return }
+        userDescriptions[valueHandle] = String(name.prefix(256))
     }
 
     /// A value handle learned from Read By Type on a characteristic UUID, its declaration unseen.
     public mutating func addValueHandle(_ handle: UInt16, uuid: BluetoothUUID) {
+        guard hasRoom(for: handle) else { return }
         byHandle[handle] = HandleInfo(role: .value, uuid: uuid, characteristic: uuid)
     }
 
     /// From Find Information: declarations and values are already known by their own procedures,
     /// so only the remaining handles become descriptors.
     public mutating func addFoundInformation(handle: UInt16, uuid: BluetoothUUID) {
+        guard hasRoom(for: handle) else { return }
         if let short = uuid.uuid16, (0x2800...0x2803).contains(short) {
             if byHandle[handle] == nil {
                 byHandle[handle] = HandleInfo(role: short == 0x2803 ? .declaration : short == 0x2802 ? .include : .service,
@@ -89,23 +123,25 @@ public struct AttributeTable: Sendable, Hashable {
         }
         if let existing = byHandle[handle], existing.role == .value { return }
         descriptors[handle] = uuid
-        byHandle[handle] = HandleInfo(role: .descriptor, uuid: uuid, characteristic: owner(ofDescriptor: handle)?.uuid)
+        byHandle[handle] = HandleInfo(role: .descriptor, uuid: uuid, characteristic: nil)
     }
 
-    /// The characteristic whose value handle is the closest below `handle` (within its service).
+    /// The characteristic whose value handle is the closest below `handle`, unless a service
+    /// starts between them (the descriptor then belongs to nothing known).
     public func owner(ofDescriptor handle: UInt16) -> Characteristic? {
-        var best: Characteristic?
-        for c in characteristics.values where c.valueHandle < handle {
-            if best == nil || c.valueHandle > best!.valueHandle { best = c }
-        }
-        if let best, let service = service(containing: handle), best.declarationHandle < service.startHandle {
+        guard let i = Self.lastBelow(handle, in: valueHandles),
+              let declaration = valueHandleToDeclaration[valueHandles[i]],
+              let c = characteristics[declaration] else { return nil }
+        if let s = Self.lastBelow(handle, in: serviceStarts, orEqual: true), serviceStarts[s] > c.declarationHandle {
             return nil
         }
-        return best
+        return c
     }
 
     public func service(containing handle: UInt16) -> Service? {
-        services.values.first { $0.startHandle <= handle && handle <= $0.endHandle }
+        guard let i = Self.lastBelow(handle, in: serviceStarts, orEqual: true), let s = services[serviceStarts[i]],
+              handle <= s.endHandle else { return nil }
+        return s
     }
 
     /// Adds everything from another table (a later discovery refines an earlier one).
@@ -120,7 +156,7 @@ public struct AttributeTable: Sendable, Hashable {
 
     /// A readable name for a handle: the characteristic's or descriptor's name, or its UUID.
     public func label(for handle: UInt16) -> String? {
-        guard let info = byHandle[handle] else { return nil }
+        guard let info = info(for: handle) else { return nil }
         let name = KnownUUIDs.name(info.uuid) ?? info.uuid.description
         switch info.role {
         case .descriptor, .declaration:

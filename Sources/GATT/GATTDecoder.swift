@@ -16,8 +16,8 @@ public final class GATTDecoder {
     public var defaultTable: AttributeTable?
     public var defaultTableSource: TableSource = .none
 
-    private var sessions: [ConnectionKey: Session] = [:]
-    private var tables: [DeviceID: DeviceTable] = [:]
+    private(set) var sessions: [ConnectionKey: Session] = [:]
+    private(set) var tables: [DeviceID: DeviceTable] = [:]
 
     /// Long writes and reads are bounded: an attribute value is at most 512 bytes, but devices and
     /// fuzzers send more; past this the queue is abandoned and reported rather than grown.
@@ -122,6 +122,23 @@ public final class GATTDecoder {
         }
     }
 
+    /// Most device tables kept; beyond this, tables no live connection uses are let go.
+    public static let maxDeviceTables = 512
+    /// Sweeps are amortised: the next one waits until the state doubles again.
+    private var tableSweepThreshold = maxDeviceTables
+
+    /// Drops sessions of connections the link layer no longer follows (it caps them), and tables
+    /// nobody uses once there are too many: hostile captures cannot grow this state forever.
+    private func sweep() {
+        sessions = sessions.filter { link.connections[$0.key] != nil }
+        lastSession = nil
+        if tables.count > Self.maxDeviceTables {
+            let used = Set(sessions.values.map { ObjectIdentifier($0.table) })
+            tables = tables.filter { used.contains(ObjectIdentifier($0.value)) }
+        }
+        tableSweepThreshold = max(Self.maxDeviceTables, 2 * tables.count)
+    }
+
     private func makeSession(_ key: ConnectionKey) -> Session {
         let info = link.connections[key]
         let device: DeviceID
@@ -132,6 +149,7 @@ public final class GATTDecoder {
         } else {
             table = DeviceTable(table: defaultTable ?? AttributeTable())
             tables[device] = table
+            if tables.count > tableSweepThreshold { sweep() }
         }
         return Session(device: device, table: table)
     }
@@ -155,6 +173,7 @@ public final class GATTDecoder {
         } else {
             session = makeSession(key)
             sessions[key] = session
+            if sessions.count > 2 * LinkDecoder.maxConnections { sweep() }
         }
         lastSession = (key, session)
         var event = ATTEvent(connection: key, direction: direction, cid: cid, opcode: opcode, pdu: nil,

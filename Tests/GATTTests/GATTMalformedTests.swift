@@ -109,3 +109,21 @@ final class GATTMalformedTests: XCTestCase {
         XCTAssertGreaterThan(feed.frame, 3000)
     }
 }
+
+extension GATTMalformedTests {
+    /// ATT on thousands of connection handles (a hostile or corrupted capture) keeps sessions
+    /// and tables bounded; a table stuffed with discovery entries stops growing at its cap.
+    func testSessionsTablesAndEntriesStayBounded() {
+        let feed = GATTFeed()
+        var rng = SplitMix(seed: 5)
+        for _ in 0..<20_000 {
+            feed.send(.writeCommand(handle: 3, value: [1]), on: UInt16.random(in: 0...0x0EFF, using: &rng))
+        }
+        XCTAssertLessThanOrEqual(feed.decoder.sessions.count, 2 * LinkDecoder.maxConnections + 1)
+        XCTAssertLessThanOrEqual(feed.decoder.tables.count, 2 * LinkDecoder.maxConnections + 1)
+
+        var table = AttributeTable()
+        for h in 1...UInt16(10_000) { table.addFoundInformation(handle: h, uuid: BluetoothUUID(uuid16: 0x2901)) }
+        XCTAssertEqual(table.descriptors.count, AttributeTable.maxEntries)
+    }
+}
