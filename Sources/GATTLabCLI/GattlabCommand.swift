@@ -20,7 +20,7 @@ public struct GattlabCommand: ParsableCommand {
             Start with:  gattlab info FILE   then   gattlab decode FILE
             """,
         version: "0.1.0",
-        subcommands: [InfoCommand.self, DecodeCommand.self, ConvertCommand.self])
+        subcommands: [InfoCommand.self, DecodeCommand.self, ConvertCommand.self, EmulateCommand.self])
 
     public init() {}
 

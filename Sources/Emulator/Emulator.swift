@@ -1,1 +1,0 @@
-/// Emulated devices (see DESIGN.md): filled in by issue 3.

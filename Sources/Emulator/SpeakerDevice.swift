@@ -1,0 +1,268 @@
+import ATT
+import GATT
+import Profiles
+
+/// Faults the emulated speaker can be given for a run.
+public enum SpeakerFault: Sendable, Hashable {
+    /// The Wi-Fi password is wrong: WIFI_CONNECTING, then ERROR WIFI_CONNECT after the join times out.
+    case wrongPassword
+    /// The SSID is a 5 GHz-only network the ESP32 cannot see: ERROR WIFI_CONNECT sooner.
+    case ssid5GHzOnly
+    /// The firmware server cannot be reached: ERROR HTTP_CONNECT after WIFI_CONNECTED.
+    case httpConnect
+    /// The server answers with an error status: ERROR HTTP_RESPONSE.
+    case httpStatus
+    /// The download stops at `atPercent` and fails with ERROR DOWNLOAD after `timeout` µs.
+    case downloadStall(atPercent: Int, timeout: Int64 = 30_000_000)
+    /// The image fails its check: VERIFYING, then ERROR VERIFY.
+    case verifyFailure
+}
+
+/// How an emulated speaker behaves in one run.
+public struct SpeakerConfiguration: Sendable, Hashable {
+    public var firmwareKB: UInt16 = 1480
+    /// A progress notification every this many KB downloaded.
+    public var progressEveryKB = 128
+    public var downloadKBPerSecond = 160
+    public var faults: [SpeakerFault] = []
+    /// Status notifications cut to this many bytes (a firmware that sends short statuses).
+    public var statusCutTo: Int?
+    /// The device drops the link as it enters this state.
+    public var disconnectAt: SpeakerOTA.State?
+    /// OTA_CREDENTIALS answers Insufficient Encryption until the link is encrypted.
+    public var credentialsNeedEncryption = false
+    /// Without VALIDATE this long after the reboot, the device rolls back by itself.
+    public var validateTimeout: Int64 = 120_000_000
+    public init() {}
+
+    func has(_ f: SpeakerFault) -> Bool { faults.contains(f) }
+    var stall: (Int, Int64)? {
+        for f in faults { if case .downloadStall(let p, let t) = f { return (p, t) } }
+        return nil
+    }
+}
+
+/// The ChaoticVolt speaker (PROTOCOLS.md §3): OTA over four characteristics, with the state
+/// machine the device team documents, timed on the virtual clock.
+public final class SpeakerDevice: DeviceModel {
+    public let server: GATTServer
+    public var requestedDisconnect: UInt8?
+    public let configuration: SpeakerConfiguration
+    private let scheduler: VirtualScheduler
+    private var random: SeededRandom
+
+    public private(set) var status = SpeakerOTA.Status(state: .idle)
+    public private(set) var credentials: SpeakerOTA.Credentials?
+    public private(set) var url: SpeakerOTA.FirmwareURL?
+    /// The states notified (or set) so far, in order, for tests.
+    public private(set) var history: [SpeakerOTA.State] = [.idle]
+    /// Bumped to cancel the timers of an operation in progress.
+    private var generation = 0
+    private var newImageBooted = false
+    private let rssi: Int8
+
+    let statusHandle: UInt16
+    let credentialsHandle: UInt16
+    let urlHandle: UInt16
+    let controlHandle: UInt16
+
+    public init(scheduler: VirtualScheduler, seed: UInt64, configuration: SpeakerConfiguration = SpeakerConfiguration(),
+                serverMTU: UInt16 = 247) {
+        self.scheduler = scheduler
+        self.configuration = configuration
+        random = SeededRandom(seed: seed &+ 1)
+        rssi = Int8(-40 - Int(random.below(30)))
+        let table = BuiltInProfiles.table(named: "speaker")?.table ?? AttributeTable()
+        server = GATTServer(table: table, serverMTU: serverMTU, values: [
+            3: Array("CV-Speaker".utf8), 5: [0x41, 0x08],
+            12: [0x00, 0x32, 0x00, 0x00],  // DSP settings
+        ])
+        statusHandle = server.valueHandle(of: SpeakerOTA.status) ?? 20
+        credentialsHandle = server.valueHandle(of: SpeakerOTA.credentials) ?? 14
+        urlHandle = server.valueHandle(of: SpeakerOTA.url) ?? 16
+        controlHandle = server.valueHandle(of: SpeakerOTA.control) ?? 18
+        server.setValue(status.encode(), for: statusHandle)
+        if configuration.credentialsNeedEncryption {
+            server.setPermissions([.write, .writeEncrypted], for: credentialsHandle)
+        }
+        server.onWrite(credentialsHandle) { [unowned self] _, w in self.credentialsWritten(w.value) }
+        server.onWrite(urlHandle) { [unowned self] _, w in self.urlWritten(w.value) }
+        server.onWrite(controlHandle) { [unowned self] _, w in self.controlWritten(w.value) }
+    }
+
+    public static func factory(_ configuration: SpeakerConfiguration, serverMTU: UInt16 = 247) -> DeviceFactory {
+        { scheduler, seed in SpeakerDevice(scheduler: scheduler, seed: seed, configuration: configuration, serverMTU: serverMTU) }
+    }
+
+    public func connected() {}
+    public func disconnected() {}
+
+    private var busy: Bool {
+        switch status.state {
+        case .wifiConnecting, .wifiConnected, .downloading, .verifying: true
+        default: false
+        }
+    }
+
+    /// Sets and notifies the status (cut when the fault says so); drops the link if this is the
+    /// state the run disconnects at.
+    private func set(_ state: SpeakerOTA.State, error: SpeakerOTA.ErrorCode = .none, progress: UInt8? = nil,
+                     downloadedKB: UInt16? = nil) {
+        status = SpeakerOTA.Status(state: state, error: error, progress: progress ?? status.progress,
+                                   downloadedKB: downloadedKB ?? status.downloadedKB,
+                                   totalKB: status.totalKB, rssi: state == .idle ? 0 : status.rssi)
+        history.append(state)
+        var bytes = status.encode()
+        if let n = configuration.statusCutTo { bytes = Array(bytes.prefix(max(0, n))) }
+        server.notify(statusHandle, bytes)
+        if configuration.disconnectAt == state {
+            generation += 1
+            requestedDisconnect = 0x08
+        }
+    }
+
+    private func later(_ delay: Int64, _ action: @escaping () -> Void) {
+        let g = generation
+        scheduler.schedule(after: delay + random.below(delay / 20 + 1)) { [weak self] in
+            guard let self, self.generation == g else { return }
+            action()
+        }
+    }
+
+    // MARK: Writes
+
+    private func credentialsWritten(_ value: [UInt8]) -> ATTErrorCode? {
+        if busy { return .procedureAlreadyInProgress }
+        let (c, _) = SpeakerOTA.Credentials.decode(value)
+        guard let c, value.count <= SpeakerOTA.maxCredentialsLength else { return .valueNotAllowed }
+        credentials = c
+        set(.credentialsReceived)
+        return nil
+    }
+
+    private func urlWritten(_ value: [UInt8]) -> ATTErrorCode? {
+        if busy { return .procedureAlreadyInProgress }
+        guard !value.isEmpty, value.count <= SpeakerOTA.maxURLLength else { return .valueNotAllowed }
+        url = SpeakerOTA.FirmwareURL(bytes: value)
+        if credentials == nil {
+            set(.error, error: .noCredentials)
+        } else {
+            set(.urlReceived)
+        }
+        return nil
+    }
+
+    private func controlWritten(_ value: [UInt8]) -> ATTErrorCode? {
+        guard value.count == 2 else { return .invalidAttributeValueLength }
+        switch SpeakerOTA.Command(rawValue: value[0]) {
+        case .start:
+            if busy { return .procedureAlreadyInProgress }
+            guard credentials != nil else { set(.error, error: .noCredentials); return nil }
+            guard url != nil else { set(.error, error: .noURL); return nil }
+            start()
+        case .cancel:
+            generation += 1
+            set(.error, error: .cancelled)
+        case .reboot:
+            generation += 1
+            let success = status.state == .success
+            // The write is answered, then the device resets and the phone loses it.
+            scheduler.schedule(after: 50_000) { [weak self] in
+                guard let self else { return }
+                self.rebooted(intoNewImage: success)
+            }
+        case .getVersion:
+            server.notify(statusHandle, status.encode())
+        case .rollback:
+            generation += 1
+            newImageBooted = false
+            set(.idle, progress: 0, downloadedKB: 0)
+        case .validate:
+            if status.state == .pendingVerify {
+                generation += 1
+                newImageBooted = false
+                set(.idle, progress: 0, downloadedKB: 0)
+            } else {
+                server.notify(statusHandle, status.encode())
+            }
+        case nil:
+            return .valueNotAllowed
+        }
+        return nil
+    }
+
+    // MARK: The update
+
+    private func start() {
+        generation += 1
+        status.totalKB = configuration.firmwareKB
+        status.rssi = rssi
+        set(.wifiConnecting, progress: 0, downloadedKB: 0)
+        if configuration.has(.wrongPassword) || configuration.has(.ssid5GHzOnly) {
+            // A wrong password fails after the 4-way handshake retries; an unseen SSID after the scan.
+            later(configuration.has(.wrongPassword) ? 8_000_000 : 3_000_000) { self.set(.error, error: .wifiConnect) }
+            return
+        }
+        later(2_200_000) {
+            self.set(.wifiConnected)
+            self.later(400_000) {
+                if self.configuration.has(.httpConnect) {
+                    self.later(5_000_000) { self.set(.error, error: .httpConnect) }
+                } else if self.configuration.has(.httpStatus) {
+                    self.later(300_000) { self.set(.error, error: .httpResponse) }
+                } else {
+                    self.set(.downloading, progress: 0, downloadedKB: 0)
+                    self.download(from: 0)
+                }
+            }
+        }
+    }
+
+    private func download(from kb: Int) {
+        let total = Int(configuration.firmwareKB)
+        let step = max(1, configuration.progressEveryKB)
+        let next = min(total, kb + step)
+        let percent = total > 0 ? next * 100 / total : 100
+        if let (stallAt, timeout) = configuration.stall, percent >= stallAt, kb * 100 / max(1, total) < stallAt {
+            // Nothing more arrives; the HTTP client gives up after its timeout.
+            later(timeout) { self.set(.error, error: .download) }
+            return
+        }
+        let duration = Int64(next - kb) * 1_000_000 / Int64(max(1, configuration.downloadKBPerSecond))
+        later(duration) {
+            self.set(.downloading, progress: UInt8(min(100, percent)), downloadedKB: UInt16(next))
+            if next >= total {
+                self.later(300_000) { self.verify() }
+            } else {
+                self.download(from: next)
+            }
+        }
+    }
+
+    private func verify() {
+        set(.verifying)
+        later(1_200_000) {
+            if self.configuration.has(.verifyFailure) {
+                self.set(.error, error: .verify)
+            } else {
+                self.set(.success, progress: 100)
+            }
+        }
+    }
+
+    private func rebooted(intoNewImage: Bool) {
+        requestedDisconnect = 0x08
+        generation += 1
+        newImageBooted = intoNewImage
+        status = SpeakerOTA.Status(state: intoNewImage ? .pendingVerify : .idle, rssi: 0)
+        history.append(status.state ?? .idle)
+        server.setValue(status.encode(), for: statusHandle)
+        if intoNewImage {
+            later(configuration.validateTimeout) {
+                // Not validated in time: the bootloader goes back to the old image.
+                self.newImageBooted = false
+                self.set(.idle)
+            }
+        }
+    }
+}

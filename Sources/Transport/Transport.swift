@@ -1,1 +1,0 @@
-/// ATT bearers (see DESIGN.md): filled in with the emulator.

@@ -1,0 +1,5 @@
+import Transport
+
+enum InMemoryBearerPair {
+    static func make() -> (InMemoryBearer, InMemoryBearer) { InMemoryBearer.pair() }
+}
