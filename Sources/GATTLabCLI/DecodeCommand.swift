@@ -62,7 +62,7 @@ struct DecodeCommand: ParsableCommand {
             renderer.uuidFilter = uuid
             renderer.attOnly = attOnly
             let decoder = try options.makeDecoder()
-            let profiles = ProfileDecoder()
+            let profiles = ProfileDecoder(configuration: options.profileConfiguration())
             var decoded = 0
             var progress = Progress(path: file)
             do {

@@ -1,7 +1,9 @@
 import ArgumentParser
 import ATT
+import Capture
 import GATT
 import HCI
+import Profiles
 
 enum OutputFormatOption: String, ExpressibleByArgument, CaseIterable {
     case text, json
@@ -26,12 +28,26 @@ struct DecodeOptions: ParsableArguments {
     @Flag(name: .customLong("reveal-secrets"), help: "Show secret values (LTKs, Wi-Fi passwords) instead of <redacted:N bytes>.")
     var revealSecrets = false
 
+    @Option(name: .customLong("esp-pop"), help: ArgumentHelp(
+        "ESP-IDF security 1: the device's proof of possession, to decrypt provisioning sessions (a secret: never printed).",
+        valueName: "text"))
+    var espPoP: String?
+
+    @Option(name: .customLong("esp-client-key"), help: ArgumentHelp(
+        "ESP-IDF security 1: the phone's X25519 private key, 64 hex digits (a secret: never printed).",
+        valueName: "hex"))
+    var espClientKey: String?
+
     @Flag(name: .customLong("no-color"), help: "No colour in text output (also when NO_COLOR is set or stdout is not a terminal).")
     var noColor = false
 
     func validate() throws {
         if gattTable != nil && profile != nil {
             throw ValidationError("--gatt-table and --profile both give a table; choose one")
+        }
+        if let espClientKey, Self.hexKey(espClientKey) == nil {
+            // The value is a secret: the message does not repeat it.
+            throw ValidationError("--esp-client-key takes 64 hex digits (a 32-byte X25519 private key)")
         }
         if let profile, BuiltInProfiles.table(named: profile) == nil {
             throw ValidationError("unknown --profile '\(profile)'; built-in profiles: \(BuiltInProfiles.names.joined(separator: ", "))")
@@ -52,6 +68,27 @@ struct DecodeOptions: ParsableArguments {
             return (loaded.table, .builtIn(profile))
         }
         return nil
+    }
+
+    static func hexKey(_ text: String) -> [UInt8]? {
+        var t = Substring(text.lowercased().filter { !$0.isWhitespace && $0 != ":" })
+        if t.hasPrefix("0x") { t = t.dropFirst(2) }
+        guard t.count == 64 else { return nil }
+        var out: [UInt8] = []
+        var i = t.startIndex
+        while i < t.endIndex {
+            let j = t.index(i, offsetBy: 2)
+            guard let b = UInt8(t[i..<j], radix: 16) else { return nil }
+            out.append(b)
+            i = j
+        }
+        return out
+    }
+
+    /// Keys for the protocol decoders, as secrets.
+    func profileConfiguration() -> ProfileConfiguration {
+        ProfileConfiguration(espProofOfPossession: espPoP.map { Secret(Array($0.utf8), label: "ESP proof of possession") },
+                             espClientPrivateKey: espClientKey.flatMap(Self.hexKey).map { Secret($0, label: "ESP client private key") })
     }
 
     func makeDecoder() throws -> GATTDecoder {

@@ -3,6 +3,25 @@ import Capture
 import GATT
 import HCI
 
+/// What the user tells the protocol decoders: keys that let them read encrypted sessions.
+/// Every value is a `Secret`, so no output shows it.
+public struct ProfileConfiguration: Sendable {
+    /// ESP-IDF security 1: the proof of possession (`--esp-pop`).
+    public var espProofOfPossession: Secret?
+    /// ESP-IDF security 1: the phone's X25519 private key, 32 bytes (`--esp-client-key`).
+    public var espClientPrivateKey: Secret?
+
+    public init(espProofOfPossession: Secret? = nil, espClientPrivateKey: Secret? = nil) {
+        self.espProofOfPossession = espProofOfPossession
+        self.espClientPrivateKey = espClientPrivateKey
+    }
+}
+
+/// A device protocol that takes the configuration when it starts on a connection.
+public protocol ConfigurableDeviceProtocol: DeviceProtocol {
+    init(configuration: ProfileConfiguration)
+}
+
 /// The protocol stage of the pipeline: picks the values on registered characteristics out of
 /// the GATT events (joined long writes and reads included) and hands them to their protocol.
 public final class ProfileDecoder {
@@ -10,14 +29,18 @@ public final class ProfileDecoder {
     public static let registry: [any DeviceProtocol.Type] = [
         SpeakerOTAProtocol.self,
         SensorScanProtocol.self,
+        NRF7Protocol.self,
+        ESPProvisioningProtocol.self,
     ]
 
     private let owners: [BluetoothUUID: Int]
     private let namedOwners: [String: Int]
     private var states: [ConnectionKey: [Int: any DeviceProtocol]] = [:]
     public private(set) var events: [ProfileEvent] = []
+    public let configuration: ProfileConfiguration
 
-    public init() {
+    public init(configuration: ProfileConfiguration = .init()) {
+        self.configuration = configuration
         var owners: [BluetoothUUID: Int] = [:]
         var named: [String: Int] = [:]
         for (i, p) in Self.registry.enumerated() {
@@ -82,8 +105,13 @@ public final class ProfileDecoder {
         }
     }
 
+    private static func start(_ type: any DeviceProtocol.Type, _ configuration: ProfileConfiguration) -> any DeviceProtocol {
+        if let configurable = type as? any ConfigurableDeviceProtocol.Type { return configurable.init(configuration: configuration) }
+        return type.init()
+    }
+
     private func dispatch(_ index: Int, _ v: ProfileValue) {
-        var state = states[v.connection]?[index] ?? Self.registry[index].init()
+        var state = states[v.connection]?[index] ?? Self.start(Self.registry[index], configuration)
         events += state.decode(v)
         states[v.connection, default: [:]][index] = state
     }

@@ -31,6 +31,16 @@ public enum ProfileMessage: Sendable, Hashable {
     case otaStatus(SpeakerOTA.Status)
     case scanRequest([UInt8])
     case scanResult(SensorScan.Response)
+    case nrf7Info(NRF7.Info)
+    case nrf7Request(NRF7.Request)
+    case nrf7Response(NRF7.Response)
+    case nrf7Result(NRF7.Result)
+    case espVersion(ESPProvisioning.Version)
+    case espSession(ESPProvisioning.SessionMessage)
+    case espConfig(ESPProvisioning.ConfigMessage)
+    case espScan(ESPProvisioning.ScanMessage)
+    /// Encrypted (and not decryptable with what was given), or not decoded (prov-ctrl, custom).
+    case espOpaque(ESPProvisioning.OpaquePayload)
 }
 
 /// What the protocol layer reports: a message (when it decoded) and its problems.
