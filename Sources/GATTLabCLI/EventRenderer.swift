@@ -28,7 +28,11 @@ final class EventRenderer {
         self.file = file
     }
 
+    /// The decoder of the events being rendered, for table lookups (endpoint names).
+    private weak var decoder: GATTDecoder?
+
     func render(_ events: [GATTEvent], record: CaptureRecord, decoder: GATTDecoder) {
+        self.decoder = decoder
         if firstTime == nil { firstTime = record.timestamp }
         for event in events {
             switch event {
@@ -129,7 +133,7 @@ final class EventRenderer {
         case .longWrite(let key, let h, let info, let value, let first, let parts), .longRead(let key, let h, let info, let value, let first, let parts):
             guard passes(key), passes(handle: h, info: info) else { return }
             let isWrite = if case .longWrite = op { true } else { false }
-            let secret = PDUDetails.isSecret(info)
+            let secret = PDUDetails.isSecret(info, name: decoder?.table(for: key)?.0.userDescriptions[h])
             if json {
                 jsonLine(record, type: "gatt", key) {
                     self.field("operation", isWrite ? "long-write" : "long-read")
@@ -356,7 +360,7 @@ final class EventRenderer {
                 return
             }
             guard let pdu = e.pdu else { return }
-            let secret = PDUDetails.isSecret(e.info)
+            let secret = PDUDetails.isSecret(e, table: decoder.table(for: e.connection)?.0)
             switch pdu {
             case .errorResponse(let op, _, let error):
                 self.field("requestOpcode", Int(op))

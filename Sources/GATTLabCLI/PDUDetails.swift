@@ -13,9 +13,14 @@ enum PDUDetails {
     static func handle(_ h: UInt16) -> String { "0x" + String(h, radix: 16).leftPad(4) }
 
     /// Whether a value must be redacted: it belongs to a characteristic that carries secrets.
-    static func isSecret(_ info: HandleInfo?) -> Bool {
+    static func isSecret(_ info: HandleInfo?, name: String? = nil) -> Bool {
         guard let info, info.role == .value else { return false }
-        return KnownUUIDs.secretBearing.contains(info.uuid)
+        return KnownUUIDs.secretBearing.contains(info.uuid) || name.map(KnownUUIDs.secretBearingNames.contains) == true
+    }
+
+    /// Whether an ATT event's value must be redacted: by UUID, or by the endpoint name the table read.
+    static func isSecret(_ e: ATTEvent, table: AttributeTable?) -> Bool {
+        isSecret(e.info, name: e.handle.flatMap { table?.userDescriptions[$0] })
     }
 
     /// Printable ASCII of a value, others as '.'.
@@ -41,7 +46,7 @@ enum PDUDetails {
             if let label = table?.label(for: h) { return "\(handle(h)) \(label)" }
             return handle(h)
         }
-        let secret = isSecret(e.info)
+        let secret = isSecret(e, table: table)
         switch pdu {
         case .errorResponse(let op, let h, let error):
             return "\(ATTOpcode.name(for: op)) on \(target(h)): \(error.name) (0x\(Hex.string([error.rawValue])))"
