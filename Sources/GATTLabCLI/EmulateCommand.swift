@@ -41,8 +41,11 @@ struct EmulateCommand: ParsableCommand {
         @Argument(help: ArgumentHelp("The scenario (see `gattlab emulate list`).", valueName: "name"))
         var name: String
 
-        @Option(name: .long, help: ArgumentHelp("Write the session as btsnoop to this file (replaced if it exists).", valueName: "file"))
+        @Option(name: .long, help: ArgumentHelp("Write the session as btsnoop to this file.", valueName: "file"))
         var record: String?
+
+        @Flag(name: .long, help: "Replace the --record file if it exists.")
+        var force = false
 
         @Option(name: .long, help: "Seed for timing jitter, addresses and scan results; the same seed gives the same bytes.")
         var seed: UInt64 = 1
@@ -85,7 +88,7 @@ struct EmulateCommand: ParsableCommand {
             if verbose { for line in result.log { print(line) } }
             if let record {
                 do {
-                    try result.recording.write(to: record)
+                    try result.recording.write(to: record, overwrite: force)
                 } catch {
                     printError("gattlab: error: \(error.description)")
                     throw ExitCode(ExitStatus.of(error).rawValue)
