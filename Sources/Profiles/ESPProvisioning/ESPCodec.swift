@@ -10,14 +10,7 @@ struct ESPDecoding {
     var problems: [ProtocolProblem] = []
 
     mutating func parse<M: SwiftProtobuf.Message>(_ type: M.Type, _ bytes: [UInt8], what: String) -> M? {
-        do {
-            return try M(serializedBytes: bytes)
-        } catch {
-            var detail = "\(error)"
-            if case .failure(let w) = ProtoWire.fields(bytes) { detail = w.description }
-            problems.append(.init("esp.malformed", "\(what) of \(bytes.count) bytes is not valid protobuf: \(detail)"))
-            return nil
-        }
+        ProtoWire.parse(type, bytes, what: what, problemID: "esp.malformed", problems: &problems)
     }
 
     mutating func named(_ raw: Int, _ names: [String], _ what: String) -> ProtoEnumValue {

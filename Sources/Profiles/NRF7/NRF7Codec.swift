@@ -10,14 +10,7 @@ struct NRF7Decoding {
 
     /// Parses bytes as `M`, or records why not.
     mutating func parse<M: SwiftProtobuf.Message>(_ type: M.Type, _ bytes: [UInt8], what: String) -> M? {
-        do {
-            return try M(serializedBytes: bytes)
-        } catch {
-            var detail = "\(error)"
-            if case .failure(let w) = ProtoWire.fields(bytes) { detail = w.description }
-            problems.append(.init("nrf7.malformed", "\(what) of \(bytes.count) bytes is not valid protobuf: \(detail)"))
-            return nil
-        }
+        ProtoWire.parse(type, bytes, what: what, problemID: "nrf7.malformed", problems: &problems)
     }
 
     /// An enum field: the generated value when known, else the number kept in the unknown fields.
