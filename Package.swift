@@ -63,7 +63,7 @@ let package = Package(
         .executableTarget(name: "gattlab", dependencies: ["GATTLabCLI"], swiftSettings: strict),
 
         // Helpers shared by the test targets (deterministic randomness).
-        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["Capture"], path: "Tests/TestSupport"),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "TestSupport"]),
         .testTarget(name: "HCITests", dependencies: ["HCI", "Capture", "CBlueZ", "TestSupport"]),
         .testTarget(name: "ATTTests", dependencies: ["ATT"]),

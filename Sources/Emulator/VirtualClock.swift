@@ -1,3 +1,4 @@
+import Capture
 /// Virtual time for emulation: a clock in microseconds since the Unix epoch and a queue of timers.
 /// Nothing sleeps; whoever drives the link advances the clock to the next timer. Timers due at the
 /// same time run in the order they were scheduled, so a run is the same every time.
@@ -43,16 +44,10 @@ public final class VirtualScheduler {
 /// A small deterministic generator (SplitMix64): the emulator's only source of variation, so the
 /// same seed gives the same run and the same bytes.
 public struct SeededRandom: RandomNumberGenerator, Sendable {
-    public var state: UInt64
-    public init(seed: UInt64) { state = seed ^ 0x5DEE_CE66_D1CE_4E5B }
+    private var generator: SplitMix64
+    public init(seed: UInt64) { generator = SplitMix64(seed: seed ^ 0x5DEE_CE66_D1CE_4E5B) }
 
-    public mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
+    public mutating func next() -> UInt64 { generator.next() }
 
     /// A value in `0..<bound` (0 when bound is not positive).
     public mutating func below(_ bound: Int64) -> Int64 {

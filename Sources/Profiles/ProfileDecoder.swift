@@ -94,10 +94,11 @@ public final class ProfileDecoder {
                                              operation: isWrite ? .write : .read, bytes: value, frame: record.number,
                                              firstFrame: first, time: record.timestamp))
             case .link(.disconnection(let info, let reason)):
-                guard var protocols = states.removeValue(forKey: info.key) else { continue }
+                guard let protocols = states.removeValue(forKey: info.key) else { continue }
                 for i in protocols.keys.sorted() {
-                    events += protocols[i]!.connectionEnded(info.key, frame: record.number, time: record.timestamp,
-                                                            reason: "the link ended (\(reason.name))")
+                    guard var state = protocols[i] else { continue }
+                    events += state.connectionEnded(info.key, frame: record.number, time: record.timestamp,
+                                                    reason: "the link ended (\(reason.name))")
                 }
             default:
                 continue

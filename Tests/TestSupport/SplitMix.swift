@@ -1,16 +1,4 @@
-import TestSupport
-/// A small deterministic random generator (SplitMix64) for property and damage tests: the same
-/// seed gives the same inputs, so a failure reproduces.
-public struct SplitMix: RandomNumberGenerator, Sendable {
-    public var state: UInt64
+import Capture
 
-    public init(seed: UInt64) { state = seed }
-
-    public mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
+/// The tests' seeded generator: Capture's SplitMix64, so a failure reproduces from its seed.
+public typealias SplitMix = SplitMix64

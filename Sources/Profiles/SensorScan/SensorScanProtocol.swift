@@ -25,12 +25,12 @@ public struct SensorScanProtocol: DeviceProtocol {
             joiner = SensorScan.Joiner()
             started = v
         case .notify, .indicate, .read:
-            if joiner == nil {
-                // An answer without a request seen (the capture began mid-scan): join it anyway.
-                joiner = SensorScan.Joiner()
-                started = v
-            }
-            if joiner!.add(v.bytes) { out += finish(at: v, reason: nil) }
+            // An answer without a request seen (the capture began mid-scan) is joined anyway.
+            var j = joiner ?? SensorScan.Joiner()
+            if joiner == nil { started = v }
+            let complete = j.add(v.bytes)
+            joiner = j
+            if complete { out += finish(at: v, reason: nil) }
         }
         return out
     }
