@@ -61,6 +61,15 @@ public final class GATTServer {
     public var encrypted = false
     /// Prepare Write queue bound (entries): beyond it, Prepare Queue Full.
     public var maxPreparedWrites = 32
+    /// What the stack does with a notification or indication longer than MTU-3: ESP32's Bluedroid
+    /// cuts it (the default); Zephyr (nRF) refuses to send it at all ("ATT MTU exceeded").
+    public var dropsOversizedValues = false
+    /// The error for an encrypted-only attribute on a plain link. Zephyr answers Insufficient
+    /// Authentication when there are no keys to encrypt with (an unbonded phone), Bluedroid
+    /// Insufficient Encryption.
+    public var unencryptedAccessError: ATTErrorCode = .insufficientEncryption
+    /// How many notifications or indications were not sent because they did not fit.
+    public private(set) var oversizedDropped = 0
 
     private var attributes: [Attribute] = []
     private var indexByHandle: [UInt16: Int] = [:]
@@ -69,6 +78,9 @@ public final class GATTServer {
     private var valueOfCCCD: [UInt16: UInt16] = [:]
     private var propertiesOf: [UInt16: UInt8] = [:]
     private var handlers: [UInt16: WriteHandler] = [:]
+    /// The handle whose write handler is running, and whether it set that value itself.
+    private var handlerHandle: UInt16?
+    private var handlerSetValue = false
     private var mtuExchanged = false
     private var prepared: [(handle: UInt16, offset: UInt16, value: [UInt8])] = []
     private var outgoing: [[UInt8]] = []
@@ -134,6 +146,7 @@ public final class GATTServer {
     /// Sets an attribute's value (no notification: see `notify`).
     public func setValue(_ value: [UInt8], for handle: UInt16) {
         guard let i = indexByHandle[handle] else { return }
+        if handle == handlerHandle { handlerSetValue = true }
         attributes[i].value = value
     }
 
@@ -189,6 +202,7 @@ public final class GATTServer {
             notificationsSuppressed += 1
             return false
         }
+        guard fits(value) else { return false }
         outgoing.append(ATTPDU.handleValueNotification(handle: valueHandle, value: Array(value.prefix(Int(mtu) - 3))).encode())
         return true
     }
@@ -201,6 +215,7 @@ public final class GATTServer {
             notificationsSuppressed += 1
             return false
         }
+        guard fits(value) else { return false }
         let pdu = ATTPDU.handleValueIndication(handle: valueHandle, value: Array(value.prefix(Int(mtu) - 3))).encode()
         if awaitingConfirmation {
             pendingIndications.append(pdu)
@@ -209,6 +224,13 @@ public final class GATTServer {
             outgoing.append(pdu)
         }
         return true
+    }
+
+    /// False (and counted) when the value is longer than MTU-3 on a stack that drops such values.
+    private func fits(_ value: [UInt8]) -> Bool {
+        guard dropsOversizedValues, value.count > Int(mtu) - 3 else { return true }
+        oversizedDropped += 1
+        return false
     }
 
     /// Server-initiated PDUs queued since the last call, in order.
@@ -424,13 +446,13 @@ public final class GATTServer {
 
     private func readSecurity(_ a: Attribute) -> ATTErrorCode? {
         if !a.permissions.contains(.read) { return .readNotPermitted }
-        if a.permissions.contains(.readEncrypted), !encrypted { return .insufficientEncryption }
+        if a.permissions.contains(.readEncrypted), !encrypted { return unencryptedAccessError }
         return nil
     }
 
     private func writeSecurity(_ a: Attribute) -> ATTErrorCode? {
         if !a.permissions.contains(.write) { return .writeNotPermitted }
-        if a.permissions.contains(.writeEncrypted), !encrypted { return .insufficientEncryption }
+        if a.permissions.contains(.writeEncrypted), !encrypted { return unencryptedAccessError }
         return nil
     }
 
@@ -465,10 +487,14 @@ public final class GATTServer {
         }
         if let handler = handlers[handle] {
             let w = AttributeWrite(handle: handle, characteristic: attributes[i].type, value: value, kind: kind)
+            handlerHandle = handle
+            handlerSetValue = false
+            defer { handlerHandle = nil }
             if let code = handler(self, w) { return code }
+            // The handler may have set the value itself (ESP protocomm leaves its response there
+            // for the phone to read): store what was written only if it did not.
+            if handlerSetValue { return nil }
         }
-        // The handler may have changed the value itself (a model that normalises input): store
-        // what was written unless it did.
         attributes[i].value = value
         return nil
     }

@@ -18,10 +18,12 @@ public struct Scenario: Sendable {
     public var summary: String
     var device: @Sendable (UInt16) -> DeviceFactory
     var script: @Sendable (ScriptedCentral, UInt16, Log) async throws(CentralError) -> Void
+    /// The largest MTU the device's stack accepts (23: a stack without MTU exchange support).
+    public var serverMTU: UInt16 = 247
 
     /// Runs the scenario. `mtu` is what the phone asks for in Exchange MTU (23 or 247 typically).
     public func run(seed: UInt64 = 1, mtu: UInt16 = 247, timing: LinkTiming = LinkTiming()) async throws(CentralError) -> ScenarioResult {
-        let link = EmulatedLink(seed: seed, timing: timing, device: device(247))
+        let link = EmulatedLink(seed: seed, timing: timing, device: device(serverMTU))
         let central = ScriptedCentral(bearer: link)
         let log = Log()
         do {
@@ -59,6 +61,10 @@ public struct Scenario: Sendable {
                 with { $0.statusCutTo = 3 }, reboot: false),
         speaker("speaker-disconnect-downloading", "the device drops the link as it starts downloading",
                 with { $0.disconnectAt = .downloading }, reboot: false),
+        speaker("speaker-rollback", "full update and REBOOT, but no VALIDATE: PENDING_VERIFY, then the device rolls back to IDLE",
+                SpeakerConfiguration(), reboot: true, validate: false),
+        speaker("speaker-mtu23-only", "a stack that stays at MTU 23 whatever the phone asks: credentials and URL as long writes",
+                SpeakerConfiguration(), reboot: false).serving(mtu: 23),
         sensor("sensor-scan", "SCAN answered with chunked notifications ending in END", SensorConfiguration()),
         sensor("sensor-scan-separate-markers", "SCAN answered with MORE/END as notifications of their own",
                with { $0.separateMarkers = true }),
@@ -66,7 +72,18 @@ public struct Scenario: Sendable {
                with { $0.missingEnd = true }),
         sensor("sensor-scan-dropped", "the first notification of the answer is lost (at MTU 247 the whole answer)",
                with { $0.droppedNotifications = [0] }),
-    ]
+        sensor("sensor-scan-delayed", "the answer is held back 8.5 s: the phone's 10 s scan timeout ends it first",
+               with { $0.delayedNotifications = [0: 8_500_000] }),
+        sensor("sensor-mtu23-only", "a stack that stays at MTU 23: the answer in 20-byte chunks",
+               SensorConfiguration()).serving(mtu: 23),
+    ] + provisioningScenarios
+
+    /// The same scenario on a device whose stack accepts at most `mtu`.
+    func serving(mtu: UInt16) -> Scenario {
+        var s = self
+        s.serverMTU = mtu
+        return s
+    }
 
     static func with<T>(_ change: (inout T) -> Void) -> T where T: DefaultInit {
         var v = T()
@@ -78,6 +95,8 @@ public struct Scenario: Sendable {
 protocol DefaultInit { init() }
 extension SpeakerConfiguration: DefaultInit {}
 extension SensorConfiguration: DefaultInit {}
+extension NRF7Configuration: DefaultInit {}
+extension ESPConfiguration: DefaultInit {}
 
 /// A step log shared by a script and its runner.
 final class Log: @unchecked Sendable {
@@ -90,10 +109,11 @@ extension Scenario {
     static let credentials = SpeakerOTA.Credentials(ssid: "HomeNet", password: "correct horse battery staple")
     static let firmwareURL = SpeakerOTA.FirmwareURL("https://fw.chaoticvolt.example/speaker/v2.4.1.bin")
 
-    static func speaker(_ name: String, _ summary: String, _ configuration: SpeakerConfiguration, reboot: Bool) -> Scenario {
+    static func speaker(_ name: String, _ summary: String, _ configuration: SpeakerConfiguration, reboot: Bool,
+                        validate: Bool = true) -> Scenario {
         Scenario(name: name, summary: summary, device: { mtu in SpeakerDevice.factory(configuration, serverMTU: mtu) }) {
             central, mtu, log async throws(CentralError) in
-            try await speakerSession(central, mtu: mtu, log: log, configuration: configuration, reboot: reboot)
+            try await speakerSession(central, mtu: mtu, log: log, configuration: configuration, reboot: reboot, validate: validate)
         }
     }
 
@@ -111,7 +131,7 @@ extension Scenario {
     }
 
     static func speakerSession(_ central: ScriptedCentral, mtu: UInt16, log: Log, configuration: SpeakerConfiguration,
-                               reboot: Bool) async throws(CentralError) {
+                               reboot: Bool, validate: Bool = true) async throws(CentralError) {
         try await open(central, mtu: mtu, log: log, subscribeTo: SpeakerOTA.status)
         let initial = status(try await central.read(SpeakerOTA.status))
         log.add("status \(initial?.state?.description ?? "?")")
@@ -156,6 +176,13 @@ extension Scenario {
         try await open(central, mtu: mtu, log: log, subscribeTo: SpeakerOTA.status)
         let after = status(try await central.read(SpeakerOTA.status))
         log.add("after reboot: \(after?.state?.description ?? "?")")
+        guard validate else {
+            // The app was closed before it validated: the device rolls back on its own.
+            let next = status(try await central.nextNotification(SpeakerOTA.status, within: configuration.validateTimeout + 10_000_000))
+            log.add("no VALIDATE; then: \(next?.state?.description ?? "no status")")
+            await central.disconnect()
+            return
+        }
         try await central.write(SpeakerOTA.control, SpeakerOTA.ControlCommand(.validate).encode())
         let validated = status(try await central.nextNotification(SpeakerOTA.status, within: 2_000_000))
         log.add("VALIDATE: \(validated?.state?.description ?? "no status")")

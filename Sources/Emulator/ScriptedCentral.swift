@@ -214,6 +214,25 @@ public actor ScriptedCentral {
         return value
     }
 
+    /// Reads one attribute by handle (a descriptor, say); nil when the device answers an ATT error.
+    public func read(handle: UInt16) async throws(CentralError) -> [UInt8]? {
+        let answer = try await request(.readRequest(handle: handle))
+        if case .errorResponse = answer { return nil }
+        guard case .readResponse(let value) = answer else { throw .unexpected("\(answer)") }
+        return value
+    }
+
+    /// Reads every Characteristic User Description (0x2901) of the discovered table, as the ESP
+    /// provisioning apps do to find endpoints by name. Returns name by characteristic UUID.
+    public func readUserDescriptions() async throws(CentralError) -> [BluetoothUUID: String] {
+        var names: [BluetoothUUID: String] = [:]
+        for (handle, uuid) in table.descriptors.sorted(by: { $0.key < $1.key }) where uuid.uuid16 == 0x2901 {
+            guard let owner = table.owner(ofDescriptor: handle), let value = try await read(handle: handle) else { continue }
+            names[owner.uuid] = String(decoding: value, as: UTF8.self)
+        }
+        return names
+    }
+
     /// The next notification (or indication) on `uuid` within `microseconds`, or nil (also when
     /// the link ends first).
     public func nextNotification(_ uuid: BluetoothUUID, within microseconds: Int64) async throws(CentralError) -> [UInt8]? {

@@ -51,7 +51,10 @@ public final class SensorDevice: DeviceModel {
         let table = BuiltInProfiles.table(named: "sensor")?.table ?? AttributeTable()
         server = GATTServer(table: table, serverMTU: serverMTU, values: [3: Array("Sensor-Scan".utf8), 5: [0x00, 0x05]])
         scanHandle = server.valueHandle(of: SensorScan.characteristic) ?? 12
-        server.onWrite(scanHandle) { [unowned self] _, w in self.written(w.value) }
+        server.onWrite(scanHandle) { [weak self] _, w in
+            guard let self else { return .unlikelyError }  // the server outlived its model
+            return self.written(w.value)
+        }
     }
 
     public static func factory(_ configuration: SensorConfiguration, serverMTU: UInt16 = 247) -> DeviceFactory {

@@ -85,9 +85,18 @@ public final class SpeakerDevice: DeviceModel {
         if configuration.credentialsNeedEncryption {
             server.setPermissions([.write, .writeEncrypted], for: credentialsHandle)
         }
-        server.onWrite(credentialsHandle) { [unowned self] _, w in self.credentialsWritten(w.value) }
-        server.onWrite(urlHandle) { [unowned self] _, w in self.urlWritten(w.value) }
-        server.onWrite(controlHandle) { [unowned self] _, w in self.controlWritten(w.value) }
+        server.onWrite(credentialsHandle) { [weak self] _, w in
+            guard let self else { return .unlikelyError }  // the server outlived its model
+            return self.credentialsWritten(w.value)
+        }
+        server.onWrite(urlHandle) { [weak self] _, w in
+            guard let self else { return .unlikelyError }  // the server outlived its model
+            return self.urlWritten(w.value)
+        }
+        server.onWrite(controlHandle) { [weak self] _, w in
+            guard let self else { return .unlikelyError }  // the server outlived its model
+            return self.controlWritten(w.value)
+        }
     }
 
     public static func factory(_ configuration: SpeakerConfiguration, serverMTU: UInt16 = 247) -> DeviceFactory {

@@ -8,7 +8,7 @@ import Foundation
 struct EmulateCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "emulate",
-        abstract: "Run emulated devices (speaker, sensor) against a scripted phone and record the session.",
+        abstract: "Run emulated devices (speaker, sensor, nRF7, ESP-IDF) against a scripted phone and record the session.",
         discussion: """
             Each scenario connects a scripted central to an emulated device on a virtual link \
             (virtual time: a 30-second timeout takes no time), runs the device's protocol with \
@@ -21,6 +21,7 @@ struct EmulateCommand: ParsableCommand {
               gattlab emulate list
               gattlab emulate scenario speaker-ota --record ota.btsnoop
               gattlab emulate scenario sensor-scan --record scan.btsnoop --seed 7 --mtu 23
+              gattlab emulate scenario esp-sec1-provision --record esp.btsnoop --verbose
             """,
         subcommands: [ListScenarios.self, RunScenario.self])
 

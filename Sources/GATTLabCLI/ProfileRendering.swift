@@ -379,7 +379,7 @@ enum ESPText {
         case .statusResponse(let finished, let count): t += finished ? " finished, \(count) results" : " scanning, \(count) results"
         case .result(let start, let count): t += " from \(start) count \(count)"
         case .resultResponse(let entries):
-            t += " \(entries.count) entries"
+            t += entries.count == 1 ? " 1 entry" : " \(entries.count) entries"
             if !entries.isEmpty {
                 t += ": " + entries.map { "\(ProtocolTextForDisplay.text($0.ssid)) (ch \($0.channel), \($0.rssi) dBm, \($0.auth))" }.joined(separator: ", ")
             }

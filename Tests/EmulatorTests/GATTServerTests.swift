@@ -179,11 +179,16 @@ final class GATTServerTests: XCTestCase {
         var rng = SplitMix(seed: 0xA77)
         let opcodes: [UInt8] = ATTOpcode.allCases.map(\.rawValue) + [0x3F, 0x7F, 0x00, 0xFF, 0x15, 0x55]
         let scheduler = VirtualScheduler(start: 0)
-        let servers: [GATTServer] = [try speakerServer(), try speakerServer(mtu: 23),
-                                     SpeakerDevice(scheduler: scheduler, seed: 3).server,
-                                     SensorDevice(scheduler: scheduler, seed: 4).server]
+        // The models stay alive beside their servers: their write handlers are what is tested.
+        let models: [any DeviceModel] = [
+            SpeakerDevice(scheduler: scheduler, seed: 3), SensorDevice(scheduler: scheduler, seed: 4),
+            NRF7Device(scheduler: scheduler, seed: 5), NRF7Device(scheduler: scheduler, seed: 6, serverMTU: 23),
+            ESPDevice(scheduler: scheduler, seed: 7),
+            ESPDevice(scheduler: scheduler, seed: 8, configuration: { var c = ESPConfiguration(); c.security = 0; return c }()),
+        ]
+        let servers: [GATTServer] = [try speakerServer(), try speakerServer(mtu: 23)] + models.map(\.server)
         var answered = 0
-        for i in 0..<40_000 {
+        for i in 0..<64_000 {
             let s = servers[i % servers.count]
             var request: [UInt8] = [opcodes[Int(rng.next() % UInt64(opcodes.count))]]
             let length = Int(rng.next() % 24)
@@ -215,7 +220,7 @@ final class GATTServerTests: XCTestCase {
                 XCTAssertTrue(extra.first == 0x1B || extra.first == 0x1D, "only notifications follow: \(extra)")
             }
         }
-        XCTAssertGreaterThan(answered, 15_000)
+        XCTAssertGreaterThan(answered, 24_000)
     }
 
     func testServerOverInMemoryBearer() async throws {

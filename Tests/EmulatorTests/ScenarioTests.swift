@@ -21,9 +21,9 @@ final class ScenarioTests: XCTestCase {
     /// Decodes a recording and summarises its protocol events: `status:STATE[:ERROR]`,
     /// `credentials`, `url`, `control:CMD`, `scan.request`, `scan.result[:truncated]:N`; runs of
     /// DOWNLOADING statuses collapse to one.
-    static func decode(_ recording: Recording) -> Decoded {
+    static func decode(_ recording: Recording, configuration: ProfileConfiguration = .init()) -> Decoded {
         let gatt = GATTDecoder()
-        let profiles = ProfileDecoder()
+        let profiles = ProfileDecoder(configuration: configuration)
         var d = Decoded()
         recording.forEachRecord { record in
             gatt.consume(record)
@@ -51,9 +51,19 @@ final class ScenarioTests: XCTestCase {
                 case .otaControl(let c)?: s = "control:\(c.command?.description ?? "?")"
                 case .scanRequest?: s = "scan.request"
                 case .scanResult(let r)?: s = "scan.result" + (r.complete ? "" : ":truncated") + ":\(r.networks.count)"
+                case .nrf7Request(let r)?: s = "nrf7.request:\(r.opCode?.description ?? "?")"
+                case .nrf7Response(let r)?: s = "nrf7.response:\(r.requestOpCode?.description ?? "?"):\(r.status?.description ?? "?")"
+                case .nrf7Result(let r)? where r.state != nil:
+                    s = "nrf7.state:\(r.state?.description ?? "?")" + (r.reason.map { ":\($0)" } ?? "")
+                case .nrf7Result(let r)? where r.scanRecord != nil: s = "nrf7.scan-record"
+                case .espSession(let m)?: s = "esp.session:\(m.messageType?.description ?? "?")"
+                case .espConfig(let m)?:
+                    if case .status(let r) = m.payload { s = "esp.config:\(r.stationState)" } else { s = "esp.config:\(m.messageType)" }
+                case .espScan(let m)?: s = "esp.scan:\(m.messageType)"
+                case .espOpaque(let o)?: s = "esp.opaque:\(o.endpoint)" + (o.encrypted ? ":encrypted" : "")
                 default: s = e.kind + (e.problems.isEmpty ? "" : ":" + e.problems.map(\.id).joined(separator: ","))
                 }
-                if s == "status:DOWNLOADING", d.summary.last == s { continue }
+                if s == "status:DOWNLOADING" || s.hasPrefix("nrf7.scan-record") || s.hasPrefix("esp.opaque"), d.summary.last == s { continue }
                 d.summary.append(s)
             }
         }
@@ -175,7 +185,7 @@ final class ScenarioTests: XCTestCase {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("gattlab-emu-\(getpid())")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
-        for name in ["speaker-reboot-validate", "sensor-scan"] {
+        for name in ["speaker-reboot-validate", "sensor-scan", "nrf7-provision", "esp-sec1-provision"] {
             var files: [Data] = []
             for (i, seed) in [UInt64(5), 5, 6].enumerated() {
                 let path = dir.appendingPathComponent("\(name)-\(i).btsnoop").path
@@ -195,7 +205,8 @@ final class ScenarioTests: XCTestCase {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("gattlab-emu-ts-\(getpid())")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
-        for name in ["speaker-reboot-validate", "speaker-encrypted-credentials", "sensor-scan", "sensor-scan-missing-end"] {
+        for name in ["speaker-reboot-validate", "speaker-encrypted-credentials", "sensor-scan", "sensor-scan-missing-end",
+                     "nrf7-provision", "esp-sec1-provision"] {
             for mtu: UInt16 in [23, 247] {
                 let path = dir.appendingPathComponent("\(name)-\(mtu).btsnoop").path
                 let r = try await run(name, mtu: mtu)

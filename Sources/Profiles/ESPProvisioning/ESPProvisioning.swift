@@ -108,6 +108,22 @@ public enum ESPProvisioning {
             self.payload = payload
             self.unknownFields = unknownFields
         }
+
+        /// A session message with its scheme and message type filled in from the payload.
+        public init(_ payload: Payload) {
+            let (scheme, type, names): (Int, Int?, [String]) = switch payload {
+            case .none: (0, nil, [])
+            case .sec0Command: (0, 0, ESPProvisioning.sec0TypeNames)
+            case .sec0Response: (0, 1, ESPProvisioning.sec0TypeNames)
+            case .sec1Command0: (1, 0, ESPProvisioning.sec1TypeNames)
+            case .sec1Response0: (1, 1, ESPProvisioning.sec1TypeNames)
+            case .sec1Command1: (1, 2, ESPProvisioning.sec1TypeNames)
+            case .sec1Response1: (1, 3, ESPProvisioning.sec1TypeNames)
+            case .sec2(let step): (2, step.raw, ESPProvisioning.sec2TypeNames)
+            }
+            self.init(securityVersion: ESPProvisioning.named(scheme, ESPProvisioning.secSchemeNames),
+                      messageType: type.map { ESPProvisioning.named($0, names) }, payload: payload)
+        }
     }
 
     // MARK: prov-config
