@@ -16,7 +16,7 @@ let package = Package(
     platforms: [.macOS(.v13)],
     products: [
         .executable(name: "gattlab", targets: ["gattlab"]),
-        .library(name: "GATTLab", targets: ["Capture", "HCI", "ATT", "GATT", "Profiles", "Transport", "Emulator"]),
+        .library(name: "GATTLab", targets: ["Capture", "HCI", "ATT", "GATT", "Profiles", "Analysis", "Report", "Transport", "Emulator"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -52,11 +52,15 @@ let package = Package(
         .target(name: "Transport", dependencies: ["ATT"], swiftSettings: strict),
         // Emulated devices: a GATT server on the ATT codec, device models with faults, recording.
         .target(name: "Emulator", dependencies: ["Profiles", "Transport", "GATT", "ATT", "HCI", "Capture"], swiftSettings: strict),
+        // Timelines and diagnoses over the decoded events.
+        .target(name: "Analysis", dependencies: ["Profiles", "GATT", "ATT", "HCI", "Capture"], swiftSettings: strict),
+        // Renderers of timelines: text, JSON, HTML, Perfetto.
+        .target(name: "Report", dependencies: ["Analysis", "Profiles", "HCI", "Capture"], swiftSettings: strict),
         // Command-line parsing and wiring only.
         .target(
             name: "GATTLabCLI",
             dependencies: [
-                "Capture", "HCI", "ATT", "GATT", "Profiles", "Transport", "Emulator",
+                "Capture", "HCI", "ATT", "GATT", "Profiles", "Transport", "Emulator", "Analysis", "Report",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict),
@@ -70,6 +74,7 @@ let package = Package(
         .testTarget(name: "GATTTests", dependencies: ["GATT", "ATT", "HCI", "Capture", "TestSupport"]),
         .testTarget(name: "ProfilesTests", dependencies: ["Profiles", "GATT", "ATT", "HCI", "Capture", "TestSupport"]),
         .testTarget(name: "EmulatorTests", dependencies: ["Emulator", "Transport", "Profiles", "GATT", "ATT", "HCI", "Capture", "TestSupport"]),
+        .testTarget(name: "AnalysisTests", dependencies: ["Analysis", "Report", "Emulator", "Profiles", "GATT", "ATT", "HCI", "Capture", "TestSupport"]),
         .testTarget(name: "GATTLabCLITests", dependencies: ["GATTLabCLI", "GATT", "Capture", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]

@@ -12,3 +12,8 @@ for scenario in $(.build/debug/gattlab emulate list | awk '{print $1}'); do
     .build/debug/gattlab emulate scenario "$scenario" --mtu "$mtu" --seed 1 --record "Captures/emulated/$scenario-mtu$mtu.btsnoop" --force
   done
 done
+# The expected timeline of every capture, beside it (CapturesTests compares them): review the
+# diff of these when a change to the analysis is meant to change a story.
+for capture in Captures/*.btsnoop Captures/emulated/*.btsnoop; do
+  .build/debug/gattlab timeline --format json --pretty --output "${capture%.btsnoop}.timeline.json" --force "$capture" 2>/dev/null
+done

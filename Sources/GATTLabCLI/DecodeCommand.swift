@@ -29,6 +29,9 @@ struct DecodeCommand: ParsableCommand {
               gattlab decode --profile speaker --handle 0x0014 late-start.log
             """)
 
+    @Option(name: .long, help: "Output format: text for people, json for machines (JSON Lines).")
+    var format: OutputFormatOption = .text
+
     @OptionGroup var options: DecodeOptions
 
     @Option(name: .long, help: ArgumentHelp("Only this connection: a handle (0x40), hci1/0x40, or aa:ACCESS_ADDRESS.", valueName: "id"))
@@ -54,7 +57,7 @@ struct DecodeCommand: ParsableCommand {
         let out = OutputStream()
         var status = ExitStatus.success
         for file in files {
-            let renderer = EventRenderer(out: out, json: options.format == .json, style: style,
+            let renderer = EventRenderer(out: out, json: format == .json, style: style,
                                          reveal: options.revealSecrets, absoluteTime: absoluteTime,
                                          file: files.count > 1 ? file : nil)
             renderer.connectionFilter = connection

@@ -1,3 +1,4 @@
+import Report
 import ATT
 import Capture
 import GATT

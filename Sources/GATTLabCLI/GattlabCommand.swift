@@ -17,10 +17,11 @@ public struct GattlabCommand: ParsableCommand {
             created. Secrets (LTKs, Wi-Fi passwords) print as <redacted:N bytes> unless \
             --reveal-secrets.
 
-            Start with:  gattlab info FILE   then   gattlab decode FILE
+            Start with:  gattlab timeline FILE   (what happened and why it failed)
+            then         gattlab decode FILE     (every PDU)
             """,
         version: "0.1.0",
-        subcommands: [InfoCommand.self, DecodeCommand.self, ConvertCommand.self, EmulateCommand.self])
+        subcommands: [InfoCommand.self, DecodeCommand.self, TimelineCommand.self, ConvertCommand.self, EmulateCommand.self])
 
     public init() {}
 

@@ -1,3 +1,4 @@
+import Report
 import ArgumentParser
 import ATT
 import Capture
@@ -22,6 +23,9 @@ struct InfoCommand: ParsableCommand {
               gattlab info phone.btsnoop
               gattlab info --format json field/*.log > summary.json
             """)
+
+    @Option(name: .long, help: "Output format: text for people, json for machines.")
+    var format: OutputFormatOption = .text
 
     @OptionGroup var options: DecodeOptions
 
@@ -53,7 +57,7 @@ struct InfoCommand: ParsableCommand {
             }
             summary.finish(decoder)
             if summary.format == nil { continue }
-            if options.format == .json {
+            if format == .json {
                 out.line(summary.json())
             } else {
                 if index > 0 { out.line("") }

@@ -9,11 +9,8 @@ enum OutputFormatOption: String, ExpressibleByArgument, CaseIterable {
     case text, json
 }
 
-/// Options every decoding command shares.
+/// Options every decoding command shares (each command has its own --format).
 struct DecodeOptions: ParsableArguments {
-    @Option(name: .long, help: "Output format: text for people, json for machines (JSON Lines for decode).")
-    var format: OutputFormatOption = .text
-
     @Option(name: .customLong("gatt-table"), help: ArgumentHelp(
         "Attribute table (JSON) for captures that start after GATT discovery.",
         discussion: "The format is what `gattlab info --format json` writes under \"tables\"; see README.",

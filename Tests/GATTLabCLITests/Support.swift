@@ -31,9 +31,10 @@ enum Harness {
 
     /// Runs a program with a time limit; a hang fails the test instead of hanging CI.
     static func run(_ executable: URL, _ arguments: [String], environment: [String: String]? = nil,
-                    timeout: TimeInterval = 60) throws -> Result {
+                    timeout: TimeInterval = 60, directory: URL? = nil) throws -> Result {
         let process = Process()
         process.executableURL = executable
+        if let directory { process.currentDirectoryURL = directory }
         process.arguments = arguments
         if let environment {
             process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
@@ -66,8 +67,9 @@ enum Harness {
                       seconds: Date().timeIntervalSince(start))
     }
 
-    static func gattlab(_ arguments: [String], environment: [String: String]? = nil, timeout: TimeInterval = 60) throws -> Result {
-        try run(gattlab, arguments, environment: environment, timeout: timeout)
+    static func gattlab(_ arguments: [String], environment: [String: String]? = nil, timeout: TimeInterval = 60,
+                        directory: URL? = nil) throws -> Result {
+        try run(gattlab, arguments, environment: environment, timeout: timeout, directory: directory)
     }
 
     /// tshark is the reference decoder; its absence is a set-up error, not a reason to pass.

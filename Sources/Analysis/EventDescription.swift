@@ -1,0 +1,185 @@
+import ATT
+import Capture
+import Profiles
+
+/// Text from a device: control characters shown as \xNN so a hostile name cannot move the
+/// terminal's cursor or forge lines.
+enum DisplayText {
+    static func safe(_ bytes: some Collection<UInt8>) -> String {
+        safe(String(decoding: bytes, as: UTF8.self))
+    }
+
+    static func safe(_ s: String) -> String {
+        var out = ""
+        for u in s.unicodeScalars {
+            if u.value < 0x20 || u.value == 0x7F || (0x80..<0xA0).contains(u.value) {
+                out += "\\x" + Hex.string([UInt8(truncatingIfNeeded: u.value)])
+            } else {
+                out.unicodeScalars.append(u)
+            }
+        }
+        return out
+    }
+}
+
+/// The timeline's view of one protocol message: its lane, a line for people (no secrets) and
+/// its fields (secrets as `Secret`).
+enum EventDescription {
+    static func describe(_ e: ProfileEvent) -> (TimelineEvent.Lane, String, [Field]) {
+        let problems = e.problems.isEmpty ? "" : " [" + e.problems.map(\.id).joined(separator: ", ") + "]"
+        guard let m = e.message else {
+            return (lane(e.protocolName), "\(e.kind): undecodable" + problems, [])
+        }
+        let (summary, fields) = describe(m)
+        return (lane(e.protocolName), summary + problems, fields)
+    }
+
+    static func lane(_ protocolName: String) -> TimelineEvent.Lane {
+        switch protocolName {
+        case "speaker-ota": .ota
+        case "sensor-scan": .scan
+        default: .provisioning
+        }
+    }
+
+    static func describe(_ m: ProfileMessage) -> (String, [Field]) {
+        switch m {
+        case .otaCredentials(let c):
+            let ssid = DisplayText.safe(c.ssid)
+            return ("credentials for \"\(ssid)\" (password \(c.password.count) bytes)",
+                    [Field("ssid", .string(ssid)), Field("password", .secret(c.password))])
+        case .otaURL(let u):
+            var fields = [Field("url", .string(DisplayText.safe(u.bytes)))]
+            if let scheme = u.scheme { fields.append(Field("scheme", .string(scheme))) }
+            if let host = URLParts.host(u.text) { fields.append(Field("host", .string(DisplayText.safe(host)))) }
+            return ("firmware URL \(DisplayText.safe(u.bytes))", fields)
+        case .otaControl(let c):
+            let name = c.command?.description ?? "unknown command 0x\(Hex.string([c.rawCommand]))"
+            return (name, [Field("command", .string(name)), Field("parameter", .int(Int(c.parameter)))])
+        case .otaStatus(let s):
+            return status(s)
+        case .scanRequest:
+            return ("SCAN", [])
+        case .scanResult(let r):
+            let names = r.networks.map { "\(DisplayText.safe($0.ssid)) \($0.rssi)" }
+            var summary = "\(r.networks.count) network\(r.networks.count == 1 ? "" : "s") in \(r.chunks) notification\(r.chunks == 1 ? "" : "s")"
+            if !r.complete { summary += ", truncated (no END)" }
+            if !names.isEmpty { summary += ": " + names.prefix(12).joined(separator: ", ") + (names.count > 12 ? ", ..." : "") }
+            return (summary, [Field("networks", .strings(r.networks.map { DisplayText.safe($0.ssid) })),
+                              Field("rssi", .strings(r.networks.map { String($0.rssi) })),
+                              Field("complete", .bool(r.complete)), Field("chunks", .int(r.chunks))])
+        case .nrf7Info(let i):
+            return ("nRF7 protocol version \(i.version.map(String.init) ?? "?")", i.version.map { [Field("version", .int(Int($0)))] } ?? [])
+        case .nrf7Request(let r):
+            var fields = [Field("op", .string(r.opCode?.description ?? "none"))]
+            var summary = "request \(r.opCode?.description ?? "without op code")"
+            if let c = r.config {
+                let ssid = c.wifi?.ssid.map { DisplayText.safe($0) } ?? ""
+                fields.append(Field("ssid", .string(ssid)))
+                if let p = c.passphrase { fields.append(Field("passphrase", .secret(p))) }
+                summary += " for \"\(ssid)\"" + (c.passphrase.map { " (passphrase \($0.count) bytes)" } ?? "")
+            }
+            return (summary, fields)
+        case .nrf7Response(let r):
+            var fields = [Field("op", .string(r.requestOpCode?.description ?? "none")), Field("status", .string(r.status?.description ?? "none"))]
+            var summary = "response to \(r.requestOpCode?.description ?? "?"): \(r.status?.description ?? "no status")"
+            if let s = r.deviceStatus {
+                if let st = s.state { fields.append(Field("state", .string(st.description))); summary += ", state \(st)" }
+                if let ssid = s.provisioningInfo?.ssid { fields.append(Field("ssid", .string(DisplayText.safe(ssid)))); summary += ", \"\(DisplayText.safe(ssid))\"" }
+                if let ip = s.ip4Text { fields.append(Field("ip", .string(ip))); summary += ", IP \(ip)" }
+            }
+            return (summary, fields)
+        case .nrf7Result(let r):
+            if let rec = r.scanRecord {
+                let ssid = rec.wifi?.ssid.map { DisplayText.safe($0) } ?? "?"
+                return ("scan record \"\(ssid)\"" + (rec.rssi.map { " \($0) dBm" } ?? ""),
+                        [Field("ssid", .string(ssid))] + (rec.rssi.map { [Field("rssi", .int(Int($0)))] } ?? []))
+            }
+            var fields: [Field] = []
+            var summary = "state \(r.state?.description ?? "?")"
+            if let s = r.state { fields.append(Field("state", .string(s.description))) }
+            if let reason = r.reason { fields.append(Field("reason", .string(reason.description))); summary += " (\(reason))" }
+            return (summary, fields)
+        case .espVersion(let v):
+            return ("proto-ver \(v.version ?? "?"), security \(v.securityVersion.map(String.init) ?? "?"), capabilities \(v.capabilities.joined(separator: " "))",
+                    [Field("version", .string(v.version ?? "")), Field("security", .int(v.securityVersion ?? -1)),
+                     Field("capabilities", .strings(v.capabilities))])
+        case .espSession(let s):
+            let type = s.messageType?.description ?? "?"
+            var summary = "session \(s.securityVersion) \(type)"
+            switch s.payload {
+            case .sec0Response(let st), .sec1Response0(let st, _, _), .sec1Response1(let st, _): summary += ": \(st)"
+            default: break
+            }
+            return (summary, [Field("scheme", .string(s.securityVersion.description)), Field("message", .string(type))])
+        case .espConfig(let c):
+            switch c.payload {
+            case .setConfig(let sc):
+                let ssid = DisplayText.safe(sc.ssid)
+                return ("CmdSetConfig \"\(ssid)\" (passphrase \(sc.passphrase.count) bytes)",
+                        [Field("message", .string("CmdSetConfig")), Field("ssid", .string(ssid)), Field("passphrase", .secret(sc.passphrase))])
+            case .status(let r):
+                var fields = [Field("message", .string("RespGetStatus")), Field("station", .string(r.stationState.description))]
+                var summary = "station \(r.stationState)"
+                switch r.detail {
+                case .failReason(let reason): fields.append(Field("reason", .string(reason.description))); summary += " (\(reason))"
+                case .connected(let cs):
+                    fields.append(Field("ssid", .string(cs.ssidText))); fields.append(Field("ip", .string(cs.ip4Address)))
+                    summary += " to \"\(DisplayText.safe(cs.ssid))\", IP \(DisplayText.safe(cs.ip4Address))"
+                case .attemptFailed(let n): summary += " (attempt failed, \(n) left)"
+                case .none: break
+                }
+                return (summary, fields)
+            case .setConfigResponse(let st), .applyConfigResponse(let st):
+                return ("\(c.messageType): \(st)", [Field("message", .string(c.messageType.description)), Field("status", .string(st.description))])
+            default:
+                return ("\(c.messageType)", [Field("message", .string(c.messageType.description))])
+            }
+        case .espScan(let s):
+            var summary = "\(s.messageType)"
+            if case .statusResponse(let finished, let n) = s.payload { summary += finished ? ": finished, \(n) results" : ": scanning" }
+            if case .resultResponse(let entries) = s.payload { summary += ": " + entries.map { DisplayText.safe($0.ssid) }.joined(separator: ", ") }
+            return (summary, [Field("message", .string(s.messageType.description))])
+        case .espOpaque(let o):
+            return (o.encrypted ? "\(o.endpoint): \(o.length) bytes, encrypted (security \(o.security.map(String.init) ?? "?"))"
+                                : "\(o.endpoint): \(o.length) bytes",
+                    [Field("endpoint", .string(o.endpoint)), Field("encrypted", .bool(o.encrypted)), Field("length", .int(o.length))])
+        @unknown default:
+            return ("message", [])
+        }
+    }
+
+    static func status(_ s: SpeakerOTA.Status) -> (String, [Field]) {
+        let state = s.state?.description ?? "unknown state 0x\(Hex.string([s.rawState]))"
+        var fields = [Field("state", .string(state)), Field("progress", .int(Int(s.progress))),
+                      Field("downloadedKB", .int(Int(s.downloadedKB))), Field("totalKB", .int(Int(s.totalKB))), Field("rssi", .int(Int(s.rssi)))]
+        var summary = state
+        if s.state == .error || s.rawError != 0 {
+            let error = s.error?.description ?? "unknown error 0x\(Hex.string([s.rawError]))"
+            fields.append(Field("error", .string(error)))
+            if let e = s.error {
+                fields.append(Field("meaning", .string(Meanings.otaError(e))))
+                if let r = e.retryable { fields.append(Field("retryable", .bool(r))) }
+                summary += " \(error) (\(Meanings.otaError(e))\(e.retryable.map { $0 ? ", retryable" : ", not retryable" } ?? ""))"
+            } else {
+                summary += " \(error)"
+            }
+        }
+        if s.state == .downloading || s.state == .verifying {
+            summary += " \(s.progress) % (\(s.downloadedKB)/\(s.totalKB) KB)"
+        }
+        if s.rssi != 0 { summary += ", RSSI \(s.rssi) dBm" }
+        return (summary, fields)
+    }
+}
+
+/// The parts of a URL a diagnosis names.
+enum URLParts {
+    static func host(_ url: String) -> String? {
+        guard let r = url.range(of: "://") else { return nil }
+        let rest = url[r.upperBound...]
+        let authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+        let host = authority.split(separator: "@").last.map(String.init) ?? ""
+        return host.isEmpty ? nil : host
+    }
+}

@@ -1,0 +1,153 @@
+import ATT
+import Capture
+import HCI
+import Profiles
+
+/// What one capture tells: the devices in it, their connections, the protocol story of each
+/// (events and phases) and the diagnoses. Times are microseconds since the Unix epoch, as
+/// capture records carry them; renderers show them relative to `firstTime` unless asked for UTC.
+public struct Timeline: Sendable {
+    public var source: String
+    public var format: String
+    public var records: Int
+    public var firstTime: Int64?
+    public var lastTime: Int64?
+    public var devices: [TimelineDevice] = []
+    public var connections: [TimelineConnection] = []
+    public var phases: [Phase] = []
+    public var progress: [ProgressPoint] = []
+    public var events: [TimelineEvent] = []
+    public var findings: [Finding] = []
+    /// Events not kept because the capture had more than `TimelineBuilder.maxEvents`.
+    public var droppedEvents = 0
+
+    public init(source: String, format: String, records: Int) {
+        self.source = source
+        self.format = format
+        self.records = records
+    }
+
+    public var duration: Int64 { (lastTime ?? 0) - (firstTime ?? 0) }
+}
+
+/// One peer device, across all its connections (a speaker that reboots and is reconnected is one
+/// device): identified by its address, or by the connection when the capture has none.
+public struct TimelineDevice: Sendable {
+    public enum Outcome: String, Sendable { case succeeded, failed, interrupted, incomplete, unknown }
+
+    public var id: Int
+    public var address: String?
+    public var name: String?
+    /// Device protocols seen (`speaker-ota`, `sensor-scan`, `nrf7`, `esp-prov`).
+    public var protocols: [String] = []
+    public var connections: [Int] = []
+    public var outcome: Outcome = .unknown
+    /// One line: what happened, for the summary.
+    public var summary = ""
+    public var start: Int64
+    public var end: Int64
+}
+
+/// One link to a device.
+public struct TimelineConnection: Sendable {
+    public var id: Int
+    public var device: Int
+    public var key: ConnectionKey
+    public var start: Int64
+    public var end: Int64?
+    /// The ATT MTU agreed (23 until an exchange).
+    public var mtu = 23
+    public var encrypted = false
+    public var encryptedAt: Int64?
+    /// SMP pairing seen on this link.
+    public var paired = false
+    public var disconnectReason: HCIStatus?
+    /// The capture started after the connection was made.
+    public var implicit = false
+    public var firstFrame: Int
+    public var lastFrame: Int
+}
+
+/// A stretch of a device's story with a name: an OTA state (`wifi-join`, `download`...), a
+/// reboot, a scan, a provisioning join.
+public struct Phase: Sendable {
+    public enum Outcome: String, Sendable { case ok, failed, interrupted, open }
+    public var device: Int
+    public var connection: Int?
+    public var name: String
+    public var start: Int64
+    public var end: Int64
+    public var outcome: Outcome
+    public var detail: String?
+    public var firstFrame: Int
+    public var lastFrame: Int
+
+    public var duration: Int64 { end - start }
+}
+
+/// A download progress sample, for the curve.
+public struct ProgressPoint: Sendable {
+    public var device: Int
+    public var time: Int64
+    public var percent: Int
+    public var kb: Int
+}
+
+/// A value of an event field: secrets stay `Secret` until a renderer decides (redacted unless
+/// the user asked to see them).
+public enum FieldValue: Sendable {
+    case string(String)
+    case int(Int)
+    case double(Double)
+    case bool(Bool)
+    case secret(Secret)
+    case strings([String])
+}
+
+public struct Field: Sendable {
+    public var name: String
+    public var value: FieldValue
+    public init(_ name: String, _ value: FieldValue) {
+        self.name = name
+        self.value = value
+    }
+}
+
+/// One thing that happened, in one of the timeline's lanes.
+public struct TimelineEvent: Sendable {
+    public enum Lane: String, Sendable { case link, ota, scan, provisioning }
+    public var time: Int64
+    public var device: Int?
+    public var connection: Int?
+    public var lane: Lane
+    /// Stable kind: `link.connected`, `ota.status`, `scan.result`, `nrf7.result`...
+    public var kind: String
+    /// One line for people. Never holds a secret: secrets are fields.
+    public var summary: String
+    public var fields: [Field]
+    /// Records it came from (several for a long write or a chunked scan answer).
+    public var frames: [Int]
+    /// The decoded protocol message, for the rules.
+    public var message: ProfileMessage?
+    public var problems: [ProtocolProblem] = []
+}
+
+/// A diagnosis: a rule that fired, with its evidence.
+public struct Finding: Sendable {
+    public enum Severity: String, Sendable, Comparable {
+        case info, warning, error
+        var rank: Int { self == .error ? 2 : self == .warning ? 1 : 0 }
+        public static func < (a: Severity, b: Severity) -> Bool { a.rank < b.rank }
+    }
+
+    public var id: String
+    public var severity: Severity
+    public var title: String
+    public var device: Int?
+    public var time: Int64
+    public var frames: [Int]
+    /// What in the capture shows it.
+    public var evidence: String
+    /// What to do about it.
+    public var advice: String
+}

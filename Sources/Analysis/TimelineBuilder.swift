@@ -1,0 +1,387 @@
+import ATT
+import Foundation
+import Capture
+import GATT
+import HCI
+import Profiles
+
+/// Builds a `Timeline` from the pipeline's events, record by record: the link story of every
+/// connection, the device protocols' events, OTA phases and download progress. `finish()` closes
+/// what is open and runs the diagnoses. Memory grows with the story (events, not PDUs), capped at
+/// `maxEvents`.
+public final class TimelineBuilder {
+    public static let maxEvents = 200_000
+    /// Silence on a live connection longer than this is a gap worth showing.
+    public static let gapThreshold: Int64 = 10_000_000
+
+    private var timeline: Timeline
+    private var deviceByAddress: [String: Int] = [:]
+    private var liveConnection: [ConnectionKey: Int] = [:]
+    /// The last connection each key had: protocol events a disconnection flushes (a scan answer
+    /// cut short) belong to the connection that just ended.
+    private var lastConnection: [ConnectionKey: Int] = [:]
+    private var lastActivity: [Int: (time: Int64, frame: Int)] = [:]
+    private var ota: [Int: OTATrack] = [:]
+    private var rebootAt: [Int: (time: Int64, frame: Int, connection: Int)] = [:]
+    /// Per connection: the last plain write (frame, handle, value length, MTU) and subscriptions.
+    private(set) var lastWrite: [Int: (frame: Int, handle: UInt16, length: Int, mtu: Int)] = [:]
+    var subscribed: [Int: Set<BluetoothUUID>] = [:]
+    /// Writes of a value longer than MTU-3 done as a plain Write Request or Command.
+    var truncatedWrites: [(connection: Int, frame: Int, time: Int64, characteristic: String, length: Int, mtu: Int)] = []
+
+    /// The OTA state of one device as the status notifications tell it.
+    struct OTATrack {
+        var state: SpeakerOTA.State?
+        var phaseStart: Int64 = 0
+        var phaseFirstFrame = 0
+        var phaseLastFrame = 0
+        var phaseConnection: Int?
+        var lastStatus: SpeakerOTA.Status?
+        var lastStatusTime: Int64 = 0
+        var downloadStart: (time: Int64, kb: Int)?
+        var lastProgressChange: (time: Int64, frame: Int, percent: Int)?
+    }
+
+    public init(source: String, format: String) {
+        timeline = Timeline(source: source, format: format, records: 0)
+    }
+
+    // MARK: Input
+
+    public func consume(_ record: CaptureRecord, gatt: [GATTEvent], profile: [ProfileEvent]) {
+        timeline.records = record.number
+        if timeline.firstTime == nil { timeline.firstTime = record.timestamp }
+        timeline.lastTime = max(timeline.lastTime ?? record.timestamp, record.timestamp)
+        for e in gatt { consume(e, record: record) }
+        for e in profile { consume(e) }
+    }
+
+    private func add(_ e: TimelineEvent) {
+        guard timeline.events.count < Self.maxEvents else {
+            timeline.droppedEvents += 1
+            return
+        }
+        timeline.events.append(e)
+    }
+
+    // MARK: Devices and connections
+
+    private func deviceKey(_ info: ConnectionInfo) -> String {
+        if let a = info.peerAddress ?? info.peripheralAddress { return a.description }
+        return "connection \(info.key)"
+    }
+
+    private func device(for key: String, address: String?, time: Int64) -> Int {
+        if let d = deviceByAddress[key] { return d }
+        let id = timeline.devices.count
+        timeline.devices.append(TimelineDevice(id: id, address: address, start: time, end: time))
+        deviceByAddress[key] = id
+        return id
+    }
+
+    @discardableResult
+    private func open(_ info: ConnectionInfo, time: Int64, frame: Int, implicit: Bool) -> Int {
+        let address = (info.peerAddress ?? info.peripheralAddress)?.description
+        let d = device(for: deviceKey(info), address: address, time: time)
+        let id = timeline.connections.count
+        var c = TimelineConnection(id: id, device: d, key: info.key, start: time, firstFrame: frame, lastFrame: frame)
+        c.implicit = implicit
+        timeline.connections.append(c)
+        timeline.devices[d].connections.append(id)
+        liveConnection[info.key] = id
+        lastConnection[info.key] = id
+        lastActivity[id] = (time, frame)
+        if let r = rebootAt[d] {
+            add(TimelineEvent(time: time, device: d, connection: id, lane: .link, kind: "link.reconnected",
+                              summary: "reconnected \(Self.seconds(time - r.time)) after REBOOT",
+                              fields: [Field("afterReboot", .double(Double(time - r.time) / 1e6))], frames: [frame]))
+            timeline.phases.append(Phase(device: d, connection: r.connection, name: "reboot", start: r.time, end: time,
+                                         outcome: .ok, detail: "link dropped and came back", firstFrame: r.frame, lastFrame: frame))
+            rebootAt[d] = nil
+        }
+        return id
+    }
+
+    /// The live connection for a key, opened implicitly when the capture started after it.
+    private func connection(_ key: ConnectionKey, time: Int64, frame: Int) -> Int {
+        if let c = liveConnection[key] { return c }
+        var info = ConnectionInfo(key: key, frame: frame, time: time)
+        info.implicit = true
+        let id = open(info, time: time, frame: frame, implicit: true)
+        add(TimelineEvent(time: time, device: timeline.connections[id].device, connection: id, lane: .link,
+                          kind: "link.already-connected", summary: "connection \(key) already up when the capture started",
+                          fields: [Field("handle", .string(key.description))], frames: [frame]))
+        return id
+    }
+
+    private func touch(_ c: Int, time: Int64, frame: Int) {
+        if let last = lastActivity[c], time - last.time > Self.gapThreshold {
+            add(TimelineEvent(time: last.time, device: timeline.connections[c].device, connection: c, lane: .link, kind: "link.gap",
+                              summary: "no traffic for \(Self.seconds(time - last.time))",
+                              fields: [Field("seconds", .double(Double(time - last.time) / 1e6))], frames: [last.frame, frame]))
+        }
+        lastActivity[c] = (time, frame)
+        timeline.connections[c].lastFrame = frame
+        let d = timeline.connections[c].device
+        timeline.devices[d].end = max(timeline.devices[d].end, time)
+    }
+
+    // MARK: Link and GATT events
+
+    private func consume(_ event: GATTEvent, record: CaptureRecord) {
+        let t = record.timestamp, f = record.number
+        switch event {
+        case .link(let link):
+            consumeLink(link, time: t, frame: f)
+        case .att(let a):
+            let c = connection(a.connection, time: t, frame: f)
+            touch(c, time: t, frame: f)
+            consumeATT(a, connection: c, time: t, frame: f)
+        case .operation(let op):
+            switch op {
+            case .mtuExchanged(let key, let client, let server, let mtu):
+                let c = connection(key, time: t, frame: f)
+                timeline.connections[c].mtu = mtu
+                add(TimelineEvent(time: t, device: timeline.connections[c].device, connection: c, lane: .link, kind: "link.mtu",
+                                  summary: "MTU \(mtu) (phone \(client), device \(server))",
+                                  fields: [Field("mtu", .int(mtu)), Field("client", .int(Int(client))), Field("server", .int(Int(server)))],
+                                  frames: [f]))
+            case .subscription(let key, _, let characteristic, let notify, let indicate):
+                let c = connection(key, time: t, frame: f)
+                guard let characteristic else { break }
+                if notify || indicate { subscribed[c, default: []].insert(characteristic) } else { subscribed[c]?.remove(characteristic) }
+                let what = notify && indicate ? "notifications and indications" : notify ? "notifications" : indicate ? "indications" : "off"
+                add(TimelineEvent(time: t, device: timeline.connections[c].device, connection: c, lane: .link, kind: "gatt.subscribe",
+                                  summary: "subscribed to \(KnownUUIDs.name(characteristic) ?? characteristic.description): \(what)",
+                                  fields: [Field("characteristic", .string(KnownUUIDs.name(characteristic) ?? characteristic.description)),
+                                           Field("notify", .bool(notify)), Field("indicate", .bool(indicate))], frames: [f]))
+            default:
+                break
+            }
+        }
+    }
+
+    private func consumeLink(_ link: LinkEvent, time t: Int64, frame f: Int) {
+        switch link {
+        case .connectionComplete(let info):
+            if let old = liveConnection[info.key] { liveConnection[info.key] = nil; timeline.connections[old].end = t }
+            let c = open(info, time: t, frame: f, implicit: false)
+            let addr = (info.peerAddress ?? info.peripheralAddress)?.description ?? "unknown address"
+            var fields = [Field("handle", .string(info.key.description)), Field("address", .string(addr))]
+            var summary = "connected to \(addr)"
+            if let i = info.interval {
+                fields.append(Field("intervalMs", .double(Double(i) * 1.25)))
+                summary += ", interval \(Self.decimal(Double(i) * 1.25, 2)) ms"
+            }
+            add(TimelineEvent(time: t, device: timeline.connections[c].device, connection: c, lane: .link, kind: "link.connected",
+                              summary: summary, fields: fields, frames: [f]))
+        case .connectionFailed(let status, let peer):
+            let key = peer?.description ?? "unknown peer"
+            let d = device(for: key, address: peer?.description, time: t)
+            // 0x02 is what a cancelled LE Create Connection reports: the host gave up, nothing failed.
+            let cancelled = status.rawValue == 0x02
+            add(TimelineEvent(time: t, device: d, connection: nil, lane: .link, kind: cancelled ? "link.connect-cancelled" : "link.connect-failed",
+                              summary: cancelled ? "connection attempt cancelled by the host"
+                                                 : "connection failed: \(status.name) (0x\(Hex.string([status.rawValue]))): \(Meanings.disconnect(status))",
+                              fields: [Field("code", .int(Int(status.rawValue))), Field("reason", .string(status.name))], frames: [f]))
+        case .disconnection(let info, let reason):
+            let c = connection(info.key, time: t, frame: f)
+            touch(c, time: t, frame: f)
+            timeline.connections[c].end = t
+            timeline.connections[c].disconnectReason = reason
+            liveConnection[info.key] = nil
+            add(TimelineEvent(time: t, device: timeline.connections[c].device, connection: c, lane: .link, kind: "link.disconnected",
+                              summary: "disconnected: \(reason.name) (0x\(Hex.string([reason.rawValue]))): \(Meanings.disconnect(reason))",
+                              fields: [Field("code", .int(Int(reason.rawValue))), Field("reason", .string(reason.name)),
+                                       Field("meaning", .string(Meanings.disconnect(reason)))], frames: [f]))
+            linkEnded(connection: c, time: t, frame: f)
+        case .encryptionChange(let key, let enabled, let status, let keySize):
+            let c = connection(key, time: t, frame: f)
+            touch(c, time: t, frame: f)
+            if status.rawValue == 0 {
+                timeline.connections[c].encrypted = enabled
+                if enabled, timeline.connections[c].encryptedAt == nil { timeline.connections[c].encryptedAt = t }
+            }
+            var fields = [Field("enabled", .bool(enabled)), Field("status", .string(status.name))]
+            if let keySize { fields.append(Field("keySize", .int(Int(keySize)))) }
+            let summary = status.rawValue != 0 ? "encryption failed: \(status.name)"
+                : enabled ? "link encrypted" + (keySize.map { " (\($0)-byte key)" } ?? "") : "encryption off"
+            add(TimelineEvent(time: t, device: timeline.connections[c].device, connection: c, lane: .link, kind: "link.encryption",
+                              summary: summary, fields: fields, frames: [f]))
+        case .smp(let key, _, let pdu):
+            let c = connection(key, time: t, frame: f)
+            touch(c, time: t, frame: f)
+            switch pdu {
+            case .pairingRequest:
+                timeline.connections[c].paired = true
+                add(TimelineEvent(time: t, device: timeline.connections[c].device, connection: c, lane: .link, kind: "link.pairing",
+                                  summary: "pairing started", fields: [], frames: [f]))
+            case .pairingFailed(let reason):
+                add(TimelineEvent(time: t, device: timeline.connections[c].device, connection: c, lane: .link, kind: "link.pairing-failed",
+                                  summary: "pairing failed (SMP reason 0x\(Hex.string([reason])))",
+                                  fields: [Field("reason", .int(Int(reason)))], frames: [f]))
+            default:
+                timeline.connections[c].paired = true
+            }
+        case .connectionUpdate(let key, let interval, let latency, let timeout):
+            let c = connection(key, time: t, frame: f)
+            add(TimelineEvent(time: t, device: timeline.connections[c].device, connection: c, lane: .link, kind: "link.parameters",
+                              summary: "interval \(Self.decimal(Double(interval) * 1.25, 2)) ms, latency \(latency), timeout \(Int(timeout) * 10) ms",
+                              fields: [Field("intervalMs", .double(Double(interval) * 1.25)), Field("latency", .int(Int(latency))),
+                                       Field("timeoutMs", .int(Int(timeout) * 10))], frames: [f]))
+        default:
+            break
+        }
+    }
+
+    private func consumeATT(_ a: ATTEvent, connection c: Int, time t: Int64, frame f: Int) {
+        guard let pdu = a.pdu else { return }
+        let characteristic = a.info?.characteristic.map { KnownUUIDs.name($0) ?? $0.description }
+        switch pdu {
+        case .writeRequest(let h, let v), .writeCommand(let h, let v):
+            lastWrite[c] = (f, h, v.count, a.mtu)
+        case .errorResponse(let request, let handle, let error):
+            let name = characteristic ?? "handle 0x\(Hex.string([UInt8(handle >> 8), UInt8(handle & 0xFF)]))"
+            // Discovery ends with Attribute Not Found by design: not part of the story.
+            guard error != .attributeNotFound else { return }
+            add(TimelineEvent(time: t, device: timeline.connections[c].device, connection: c, lane: .link, kind: "att.error",
+                              summary: "\(ATTOpcode.name(for: request)) on \(name): \(error)",
+                              fields: [Field("request", .string(ATTOpcode.name(for: request))), Field("handle", .int(Int(handle))),
+                                       Field("characteristic", .string(name)), Field("error", .string("\(error)")),
+                                       Field("pairFirst", .bool(error.meansPairFirst))], frames: [f]))
+        case .readResponse(let v) where a.info?.uuid.uuid16 == 0x2A00:
+            let d = timeline.connections[c].device
+            if timeline.devices[d].name == nil { timeline.devices[d].name = DisplayText.safe(v) }
+        default:
+            break
+        }
+    }
+
+    // MARK: Protocol events
+
+    private func consume(_ e: ProfileEvent) {
+        let c = liveConnection[e.connection] ?? lastConnection[e.connection] ?? connection(e.connection, time: e.time, frame: e.frame)
+        let d = timeline.connections[c].device
+        if !timeline.devices[d].protocols.contains(e.protocolName) { timeline.devices[d].protocols.append(e.protocolName) }
+        let frames = e.firstFrame == e.frame ? [e.frame] : [e.firstFrame, e.frame]
+        let (lane, summary, fields) = EventDescription.describe(e)
+        add(TimelineEvent(time: e.time, device: d, connection: c, lane: lane, kind: e.kind, summary: summary, fields: fields,
+                          frames: frames, message: e.message, problems: e.problems))
+        if let w = lastWrite[c], w.frame == e.frame, w.length >= timeline.connections[c].mtu - 3, e.firstFrame == e.frame,
+           [SpeakerOTA.credentials, SpeakerOTA.url].contains(e.characteristic) || e.protocolName == "nrf7" || e.protocolName == "esp-prov",
+           e.message.map(Self.isWrite) == true || e.problems.contains(where: { $0.id.hasPrefix("credentials") || $0.id.hasPrefix("url") }) {
+            truncatedWrites.append((c, e.frame, e.time, KnownUUIDs.name(e.characteristic) ?? e.characteristic.description, w.length,
+                                    timeline.connections[c].mtu))
+        }
+        switch e.message {
+        case .otaStatus(let s)?: otaStatus(s, device: d, connection: c, time: e.time, frame: e.frame)
+        case .otaControl(let cmd)? where cmd.command == .reboot:
+            rebootAt[d] = (e.time, e.frame, c)
+        default: break
+        }
+    }
+
+    static func isWrite(_ m: ProfileMessage) -> Bool {
+        switch m {
+        case .otaCredentials, .otaURL, .nrf7Request: true
+        default: false
+        }
+    }
+
+    private func otaStatus(_ s: SpeakerOTA.Status, device d: Int, connection c: Int, time t: Int64, frame f: Int) {
+        var track = ota[d] ?? OTATrack()
+        defer { ota[d] = track }
+        if s.state == .downloading || (s.state == .verifying && track.state == .downloading) {
+            let percent = Int(s.progress)
+            timeline.progress.append(ProgressPoint(device: d, time: t, percent: percent, kb: Int(s.downloadedKB)))
+            if track.lastProgressChange?.percent != percent { track.lastProgressChange = (t, f, percent) }
+        }
+        if s.state == .downloading, track.downloadStart == nil { track.downloadStart = (t, Int(s.downloadedKB)) }
+        let previous = track.lastStatus
+        track.lastStatus = s
+        track.lastStatusTime = t
+        guard let state = s.state, state != track.state else {
+            track.phaseLastFrame = f
+            return
+        }
+        closePhase(&track, device: d, time: t, frame: f, next: state, previous: previous)
+        track.state = state
+        track.phaseStart = t
+        track.phaseFirstFrame = f
+        track.phaseLastFrame = f
+        track.phaseConnection = c
+        if state != .downloading { track.downloadStart = nil }
+    }
+
+    private func closePhase(_ track: inout OTATrack, device d: Int, time t: Int64, frame f: Int, next: SpeakerOTA.State?,
+                            previous: SpeakerOTA.Status?) {
+        guard let state = track.state else { return }
+        let outcome: Phase.Outcome = next == nil ? .interrupted : next == .error ? .failed : .ok
+        var detail: String?
+        if state == .downloading, let start = track.downloadStart, let last = previous {
+            let kb = Int(last.downloadedKB) - start.kb
+            let seconds = Double(t - start.time) / 1e6
+            if seconds > 0 {
+                detail = "\(kb) KB at \(Self.decimal(Double(kb) / seconds, 1)) KB/s, reached \(last.progress) %"
+            }
+        } else if state == .error, let e = previous?.error {
+            detail = "\(e): \(Meanings.otaError(e))"
+        }
+        // Terminal states and the idle state are points, not stretches: they end at the next state.
+        timeline.phases.append(Phase(device: d, connection: track.phaseConnection, name: Meanings.phase(state), start: track.phaseStart,
+                                     end: t, outcome: outcome, detail: detail, firstFrame: track.phaseFirstFrame, lastFrame: f))
+    }
+
+    private func linkEnded(connection c: Int, time t: Int64, frame f: Int) {
+        let d = timeline.connections[c].device
+        guard var track = ota[d], let state = track.state, track.phaseConnection == c else { return }
+        // States the device leaves by itself continue across the drop: only the phone's view ends.
+        if [.wifiConnecting, .wifiConnected, .downloading, .verifying].contains(state) {
+            closePhase(&track, device: d, time: t, frame: f, next: nil, previous: track.lastStatus)
+            track.state = nil
+            ota[d] = track
+        }
+    }
+
+    // MARK: Finish
+
+    /// Closes open phases, sums up each device and runs the diagnoses.
+    public func finish() -> Timeline {
+        let end = timeline.lastTime ?? 0
+        for (d, var track) in ota.sorted(by: { $0.key < $1.key }) where track.state != nil {
+            let state = track.state
+            if let state, [.idle, .success, .error, .pendingVerify].contains(state) {
+                timeline.phases.append(Phase(device: d, connection: track.phaseConnection, name: Meanings.phase(state), start: track.phaseStart,
+                                             end: max(track.phaseStart, end), outcome: state == .error ? .failed : .open,
+                                             detail: state == .error ? track.lastStatus?.error.map { "\($0): \(Meanings.otaError($0))" } : nil,
+                                             firstFrame: track.phaseFirstFrame, lastFrame: track.phaseLastFrame))
+            } else {
+                closePhase(&track, device: d, time: end, frame: track.phaseLastFrame, next: nil, previous: track.lastStatus)
+            }
+        }
+        for (d, r) in rebootAt {
+            timeline.phases.append(Phase(device: d, connection: r.connection, name: "reboot", start: r.time, end: max(r.time, end),
+                                         outcome: .open, detail: "no reconnection in the capture", firstFrame: r.frame, lastFrame: r.frame))
+        }
+        timeline.phases.sort { ($0.start, $0.device) < ($1.start, $1.device) }
+        timeline.events.sort { $0.time < $1.time }  // stable: gap events were added late
+        var result = timeline
+        result.findings = Diagnoses.run(on: result, facts: Diagnoses.Facts(truncatedWrites: truncatedWrites, subscribed: subscribed,
+                                                                           lastStatus: ota.mapValues { ($0.lastStatus, $0.lastStatusTime) }))
+        Summaries.summarise(&result)
+        return result
+    }
+
+    // MARK: Formatting helpers
+
+    static func decimal(_ v: Double, _ places: Int) -> String {
+        var s = String(format: "%.\(places)f", v)
+        if s.contains(".") {
+            while s.hasSuffix("0") { s.removeLast() }
+            if s.hasSuffix(".") { s.removeLast() }
+        }
+        return s
+    }
+
+    static func seconds(_ micros: Int64) -> String { decimal(Double(micros) / 1e6, 1) + " s" }
+}

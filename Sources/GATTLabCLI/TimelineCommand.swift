@@ -1,0 +1,329 @@
+import Analysis
+import ArgumentParser
+import Capture
+import Dispatch
+import Foundation
+import GATT
+import Profiles
+import Report
+
+enum TimelineFormatOption: String, ExpressibleByArgument, CaseIterable {
+    case text, json, html, perfetto
+}
+
+enum FailOnOption: String, ExpressibleByArgument, CaseIterable {
+    case never, error, warning
+}
+
+struct TimelineCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "timeline",
+        abstract: "What happened, when, and why it failed: per-device timelines with diagnoses.",
+        discussion: """
+            Builds one story per device across its connections (a speaker that reboots and is \
+            reconnected is one device): the link (connections, MTU, encryption, pairing, \
+            disconnect reasons and what they mean, gaps), the device protocol (OTA phases with \
+            durations and download throughput, scans with their networks, nRF7 and ESP \
+            provisioning steps), and findings from the diagnosis rules, each with an id, \
+            severity, evidence (times and frames) and what to do.
+
+            Formats: text (a summary, then the events), json (one document; schema in the \
+            README), html (one self-contained page with a time axis: -o FILE), perfetto (Chrome \
+            trace JSON for ui.perfetto.dev and chrome://tracing: -o FILE).
+
+            Several files or folders are analysed in parallel (--jobs), with a summary table at \
+            the end; html and perfetto then write one file per capture into the -o folder.
+
+            Examples:
+              gattlab timeline field.btsnoop
+              gattlab timeline --format html -o report.html field.btsnoop
+              gattlab timeline --format json field.btsnoop | jq '.findings[] | .id'
+              gattlab timeline --format perfetto -o trace.json field.btsnoop
+              gattlab timeline captures/            (every capture in the folder)
+              gattlab timeline --fail-on error captures/   (exit 1 when a rule finds an error)
+            """)
+
+    @Option(name: .long, help: "Output format: text, json, html or perfetto.")
+    var format: TimelineFormatOption = .text
+
+    @Option(name: [.customShort("o"), .long], help: ArgumentHelp(
+        "Write to this file (a folder when several captures make html or perfetto output).", valueName: "path"))
+    var output: String?
+
+    @Flag(name: .long, help: "Replace the -o file(s) if they exist.")
+    var force = false
+
+    @Flag(name: .customLong("absolute-time"), help: "Times as UTC ISO 8601 (text), or UTC added beside relative times (json).")
+    var absoluteTime = false
+
+    @Flag(name: .long, help: "JSON: indented, one field per line (the committed expected timelines use it).")
+    var pretty = false
+
+    @Flag(name: .long, help: "Text: list every event even when several captures are given.")
+    var events = false
+
+    @Option(name: .long, help: "Captures analysed at once (default: all cores).")
+    var jobs: Int?
+
+    @Option(name: .customLong("fail-on"), help: "Exit 1 when a finding of this severity or worse is found: never, error, warning.")
+    var failOn: FailOnOption = .never
+
+    @OptionGroup var options: DecodeOptions
+
+    @Argument(help: ArgumentHelp("Capture files or folders of captures.", valueName: "file"))
+    var files: [String]
+
+    func validate() throws {
+        if let jobs, jobs < 1 { throw ValidationError("--jobs must be at least 1") }
+        if files.contains("-") { throw ValidationError("timeline reads files; for standard input use `gattlab decode -`") }
+    }
+
+    func run() throws {
+        let paths = try CaptureFiles.expand(files)
+        guard !paths.isEmpty else {
+            printError("gattlab: error: no capture files in \(files.joined(separator: ", "))")
+            throw ExitStatus.noInput.exitCode
+        }
+        if (format == .html || format == .perfetto), output == nil, isatty(1) == 1 {
+            throw ValidationError("--format \(format.rawValue) writes a file: give -o FILE (or redirect standard output)")
+        }
+        let decoderFactory = { try options.makeDecoder() }
+        _ = try decoderFactory()  // a bad --gatt-table is a usage error before any work
+        let configuration = options.profileConfiguration()
+        let results = TimelineAnalysis.run(paths: paths, jobs: jobs ?? ProcessInfo.processInfo.activeProcessorCount,
+                                           makeDecoder: decoderFactory, configuration: configuration)
+        var status = ExitStatus.success
+        for r in results { if let e = r.error { status = status.worst(report(e, decoded: r.timeline.records)) } }
+        let renderOptions = RenderOptions(reveal: options.revealSecrets, absoluteTime: absoluteTime, pretty: pretty)
+        let timelines = results.map(\.timeline)
+        try write(timelines, options: renderOptions)
+        if failOn != .never {
+            let threshold: Finding.Severity = failOn == .error ? .error : .warning
+            if timelines.contains(where: { $0.findings.contains { $0.severity >= threshold } }) { status = status.worst(.finding) }
+        }
+        if status != .success { throw status.exitCode }
+    }
+
+    private func write(_ timelines: [Timeline], options renderOptions: RenderOptions) throws {
+        let single = timelines.count == 1
+        switch format {
+        case .text:
+            let colors = TimelineText.Colors(enabled: Style.forStdout(disabled: options.noColor).enabled && output == nil)
+            var text = ""
+            for (i, t) in timelines.enumerated() {
+                if i > 0 { text += "\n" }
+                text += TimelineText.render(t, options: renderOptions, colors: colors, eventsToo: single || events)
+            }
+            if !single { text += "\n" + SummaryTable.render(timelines) }
+            try emit(text, to: output)
+        case .json:
+            let text = single ? TimelineJSON.render(timelines[0], options: renderOptions) : TimelineJSON.render(timelines, options: renderOptions)
+            try emit(text + "\n", to: output)
+        case .html, .perfetto:
+            let render: (Timeline) -> String = format == .html
+                ? { TimelineHTML.render($0, options: renderOptions) } : { TimelinePerfetto.render($0, options: renderOptions) }
+            if single {
+                try emit(render(timelines[0]), to: output)
+                return
+            }
+            guard let dir = output else {
+                throw ValidationError("several captures make one \(format.rawValue) file each: give -o FOLDER")
+            }
+            try OutputFiles.makeFolder(dir)
+            let ext = format == .html ? "html" : "trace.json"
+            var written: [String] = []
+            for t in timelines {
+                let name = URL(fileURLWithPath: t.source).lastPathComponent
+                let path = (dir as NSString).appendingPathComponent("\(name).\(ext)")
+                try OutputFiles.write(render(t), to: path, force: force, protecting: timelines.map(\.source))
+                written.append(path)
+            }
+            printError("gattlab: wrote \(written.count) \(format.rawValue) files into \(dir)")
+            print(SummaryTable.render(timelines), terminator: "")
+        }
+    }
+
+    private func emit(_ text: String, to path: String?) throws {
+        guard let path, path != "-" else {
+            let out = OutputStream()
+            out.write(text)
+            out.flush()
+            return
+        }
+        try OutputFiles.write(text, to: path, force: force, protecting: files)
+        printError("gattlab: wrote \(path)")
+    }
+}
+
+/// The timelines of many captures, built in parallel: each capture is independent, so the
+/// work spreads over `jobs` threads pulling the next file from a shared index.
+enum TimelineAnalysis {
+    struct Result: Sendable {
+        var timeline: Timeline
+        var error: CaptureError?
+    }
+
+    static func run(paths: [String], jobs: Int, makeDecoder: @escaping () throws -> GATTDecoder,
+                    configuration: ProfileConfiguration) -> [Result] {
+        let box = ResultsBox(count: paths.count)
+        let workers = max(1, min(jobs, paths.count))
+        let progress = FilesProgress(total: paths.count)
+        // `makeDecoder` only reads the (already validated) options; calling it from several
+        // threads at once is safe.
+        nonisolated(unsafe) let make = makeDecoder
+        DispatchQueue.concurrentPerform(iterations: workers) { _ in
+            while let i = box.nextIndex() {
+                let r = analyse(paths[i], decoder: (try? make()) ?? GATTDecoder(), configuration: configuration)
+                box.set(i, r)
+                progress.step()
+            }
+        }
+        progress.finish()
+        return box.results
+    }
+
+    static func analyse(_ path: String, decoder: GATTDecoder, configuration: ProfileConfiguration) -> Result {
+        let profiles = ProfileDecoder(configuration: configuration)
+        var format = "unknown"
+        var builder = TimelineBuilder(source: path, format: format)
+        do {
+            let reader = try openCapture(path)
+            format = reader.format.description
+            builder = TimelineBuilder(source: path, format: format)
+            while let record = try reader.next() {
+                decoder.consume(record)
+                if decoder.events.isEmpty {
+                    builder.consume(record, gatt: [], profile: [])
+                    continue
+                }
+                profiles.consume(decoder, record: record)
+                builder.consume(record, gatt: decoder.events, profile: profiles.events)
+            }
+            return Result(timeline: builder.finish(), error: nil)
+        } catch {
+            return Result(timeline: builder.finish(), error: error)
+        }
+    }
+}
+
+final class ResultsBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var next = 0
+    private var slots: [TimelineAnalysis.Result?]
+
+    init(count: Int) { slots = Array(repeating: nil, count: count) }
+
+    func nextIndex() -> Int? {
+        lock.lock(); defer { lock.unlock() }
+        guard next < slots.count else { return nil }
+        next += 1
+        return next - 1
+    }
+
+    func set(_ i: Int, _ r: TimelineAnalysis.Result) {
+        lock.lock(); defer { lock.unlock() }
+        slots[i] = r
+    }
+
+    var results: [TimelineAnalysis.Result] {
+        lock.lock(); defer { lock.unlock() }
+        return slots.compactMap { $0 }
+    }
+}
+
+/// "gattlab: 12/40 captures" on a terminal's stderr while a folder is analysed.
+final class FilesProgress: @unchecked Sendable {
+    private let lock = NSLock()
+    private let total: Int
+    private var done = 0
+    private let enabled: Bool
+    private let start = Progress.now()
+
+    init(total: Int) {
+        self.total = total
+        enabled = total > 1 && isatty(2) == 1
+    }
+
+    func step() {
+        lock.lock(); defer { lock.unlock() }
+        done += 1
+        if enabled, Progress.now() - start > 500_000 { printErrorRaw("\r\u{1B}[Kgattlab: \(done)/\(total) captures") }
+    }
+
+    func finish() { if enabled { printErrorRaw("\r\u{1B}[K") } }
+}
+
+/// The table after several captures: one line each.
+enum SummaryTable {
+    static func render(_ timelines: [Timeline]) -> String {
+        var rows = [["capture", "devices", "outcome", "duration", "errors", "warnings", "first finding"]]
+        for t in timelines {
+            let first = t.findings.max { $0.severity < $1.severity }
+            rows.append([URL(fileURLWithPath: t.source).lastPathComponent, String(t.devices.count),
+                         TimelineText.overallOutcome(t).rawValue, TimeFormat.duration(t.duration),
+                         String(t.findings.filter { $0.severity == .error }.count),
+                         String(t.findings.filter { $0.severity == .warning }.count), first?.id ?? "-"])
+        }
+        let widths = (0..<rows[0].count).map { c in rows.map { $0[c].count }.max() ?? 0 }
+        return rows.map { row in
+            row.enumerated().map { c, s in c == row.count - 1 ? s : s + String(repeating: " ", count: widths[c] - s.count) }
+                .joined(separator: "  ")
+        }.joined(separator: "\n") + "\n"
+    }
+}
+
+/// Which files a list of paths and folders names.
+enum CaptureFiles {
+    static let extensions: Set<String> = ["btsnoop", "log", "cfa", "pklg", "pcap", "pcapng", "cap", "snoop", "ntar"]
+
+    static func expand(_ arguments: [String]) throws -> [String] {
+        var out: [String] = []
+        for a in arguments {
+            var isDir: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: a, isDirectory: &isDir) else {
+                printError("gattlab: error: \(a): no such file or folder")
+                throw ExitStatus.noInput.exitCode
+            }
+            guard isDir.boolValue else { out.append(a); continue }
+            let found = FileManager.default.enumerator(atPath: a)?.compactMap { $0 as? String } ?? []
+            out += found.filter { extensions.contains(($0 as NSString).pathExtension.lowercased()) && !$0.hasPrefix(".") }
+                .sorted().map { (a as NSString).appendingPathComponent($0) }
+        }
+        return out
+    }
+}
+
+/// Text outputs: written to a temporary file and renamed, never over an input, and over an
+/// existing file only with --force.
+enum OutputFiles {
+    static func makeFolder(_ path: String) throws {
+        do {
+            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        } catch {
+            printError("gattlab: error: \(path): cannot create the folder: \(error.localizedDescription)")
+            throw ExitStatus.cannotCreate.exitCode
+        }
+    }
+
+    static func write(_ text: String, to path: String, force: Bool, protecting inputs: [String]) throws {
+        let target = URL(fileURLWithPath: path).standardizedFileURL.path
+        if inputs.contains(where: { URL(fileURLWithPath: $0).standardizedFileURL.path == target }) {
+            printError("gattlab: error: \(path) is an input; choose another output")
+            throw ExitStatus.usage.exitCode
+        }
+        if FileManager.default.fileExists(atPath: path), !force {
+            printError("gattlab: error: \(path) exists; add --force to replace it")
+            throw ExitStatus.cannotCreate.exitCode
+        }
+        let temp = path + ".tmp-\(getpid())"
+        guard FileManager.default.createFile(atPath: temp, contents: Data(text.utf8)) else {
+            printError("gattlab: error: \(path): cannot write")
+            throw ExitStatus.cannotCreate.exitCode
+        }
+        guard rename(temp, path) == 0 else {
+            unlink(temp)
+            printError("gattlab: error: \(path): cannot write")
+            throw ExitStatus.cannotCreate.exitCode
+        }
+    }
+}

@@ -1,0 +1,111 @@
+import Analysis
+import Capture
+
+/// `gattlab timeline` for a terminal: a summary first (each device, its outcome and duration,
+/// the findings with evidence and advice, the phases), then the events.
+public enum TimelineText {
+    /// ANSI colour, off unless the caller decided the terminal wants it.
+    public struct Colors: Sendable {
+        public var enabled: Bool
+        public init(enabled: Bool) { self.enabled = enabled }
+        func wrap(_ code: String, _ s: String) -> String { enabled ? "\u{1B}[\(code)m\(s)\u{1B}[0m" : s }
+        func bold(_ s: String) -> String { wrap("1", s) }
+        func dim(_ s: String) -> String { wrap("2", s) }
+        func red(_ s: String) -> String { wrap("31", s) }
+        func green(_ s: String) -> String { wrap("32", s) }
+        func yellow(_ s: String) -> String { wrap("33", s) }
+        func blue(_ s: String) -> String { wrap("34", s) }
+    }
+
+    public static func overallOutcome(_ t: Timeline) -> TimelineDevice.Outcome {
+        let outcomes = t.devices.map(\.outcome)
+        for o in [TimelineDevice.Outcome.failed, .interrupted, .incomplete, .succeeded] where outcomes.contains(o) { return o }
+        return .unknown
+    }
+
+    public static func render(_ t: Timeline, options: RenderOptions = .init(), colors: Colors = .init(enabled: false),
+                              eventsToo: Bool = true) -> String {
+        let start = t.firstTime ?? 0
+        func at(_ v: Int64) -> String {
+            options.absoluteTime ? TimeFormat.iso8601(v) : TimeFormat.relative(v, since: start)
+        }
+        var out = ""
+        out += colors.bold(t.source) + "  " + colors.dim("\(t.format), \(t.records) records, \(TimeFormat.duration(t.duration))"
+            + (t.firstTime.map { ", from \(TimeFormat.iso8601($0))" } ?? "")) + "\n"
+        if t.devices.isEmpty { out += "  no devices: the capture has no connections\n" }
+        for d in t.devices {
+            let name = [d.address, d.name.map { "\"\($0)\"" }].compactMap { $0 }.joined(separator: " ")
+            out += "\n" + colors.bold("Device \(d.id): \(name.isEmpty ? "unknown address" : name)")
+            if !d.protocols.isEmpty { out += " (" + d.protocols.joined(separator: ", ") + ")" }
+            out += "  " + outcome(d.outcome, colors) + "\n"
+            out += "  " + d.summary + "\n"
+            let findings = t.findings.filter { $0.device == d.id }
+            if !findings.isEmpty {
+                out += "  Findings:\n"
+                for f in findings {
+                    out += "    " + severity(f.severity, colors) + " " + colors.bold(f.id) + "  " + f.title + "\n"
+                    out += "      " + colors.dim("at \(at(f.time)) s, frames \(f.frames.map(String.init).joined(separator: ", "))") + "\n"
+                    out += "      " + f.evidence + "\n"
+                    out += "      " + colors.dim("what to do: ") + f.advice + "\n"
+                }
+            }
+            let phases = t.phases.filter { $0.device == d.id }
+            if !phases.isEmpty {
+                out += "  Phases:\n"
+                for p in phases {
+                    let line = "    " + pad(at(p.start), 12) + " " + pad(p.name, 15) + " " + pad(TimeFormat.duration(p.duration), 10) + " "
+                        + pad(p.outcome.rawValue, 11) + " " + (p.detail ?? "")
+                    out += (p.outcome == .failed ? colors.red(line) : line) + "\n"
+                }
+            }
+            let connections = t.connections.filter { $0.device == d.id }
+            if !connections.isEmpty {
+                out += "  Connections:\n"
+                for c in connections {
+                    var line = "    \(c.key) from \(at(c.start))"
+                    line += c.end.map { " to \(at($0)) (\(TimeFormat.duration($0 - c.start)))" } ?? " to the end of the capture"
+                    line += ", MTU \(c.mtu)"
+                    line += c.encryptedAt != nil ? ", encrypted" + (c.paired ? " after pairing" : "") : ", not encrypted"
+                    if let r = c.disconnectReason { line += ", ended: \(r.name) (0x\(Hex.string([r.rawValue])))" }
+                    out += line + "\n"
+                }
+            }
+        }
+        let unattached = t.findings.filter { $0.device == nil }
+        for f in unattached {
+            out += "\n" + severity(f.severity, colors) + " " + colors.bold(f.id) + "  " + f.title + ": " + f.evidence + "\n"
+        }
+        if eventsToo, !t.events.isEmpty {
+            out += "\n" + colors.bold("Events") + "\n"
+            for e in t.events {
+                let frames = e.frames.count == 2 ? "\(e.frames[0])-\(e.frames[1])" : e.frames.map(String.init).joined(separator: ",")
+                var line = pad(at(e.time), 12) + " " + pad(e.device.map { "d\($0)" } ?? "-", 3) + " " + pad(e.lane.rawValue, 12) + " "
+                    + pad(e.kind, 22) + " " + e.summary
+                line += "  " + colors.dim("#\(frames)")
+                out += (e.problems.isEmpty ? line : colors.yellow(line)) + "\n"
+            }
+            if t.droppedEvents > 0 { out += "(\(t.droppedEvents) more events not kept)\n" }
+        }
+        return out
+    }
+
+    static func outcome(_ o: TimelineDevice.Outcome, _ c: Colors) -> String {
+        let s = o.rawValue.uppercased()
+        switch o {
+        case .succeeded: return c.green(s)
+        case .failed: return c.red(s)
+        case .interrupted, .incomplete: return c.yellow(s)
+        case .unknown: return c.dim(s)
+        }
+    }
+
+    static func severity(_ s: Finding.Severity, _ c: Colors) -> String {
+        switch s {
+        case .error: c.red("ERROR  ")
+        case .warning: c.yellow("WARNING")
+        case .info: c.blue("INFO   ")
+        }
+    }
+
+    static func pad(_ s: String, _ n: Int) -> String { s.count >= n ? s : s + String(repeating: " ", count: n - s.count) }
+}
