@@ -113,8 +113,10 @@ extension LinkDecoder {
     }
 
     private func consumeAdvertising(_ record: CaptureRecord, pduType: UInt8, body: UnsafeRawBufferPointer) {
-        // CONNECT_IND (and AUX_CONNECT_REQ): InitA, AdvA, then LLData with the new access address.
-        guard pduType == 0x05, body.count >= 34 else { return }
+        // CONNECT_IND (and AUX_CONNECT_REQ): InitA, AdvA, then LLData with the new access address:
+        // exactly 34 bytes. One that arrived with a bad CRC was not acted on by the advertiser
+        // (and its access address may be noise): no connection follows from it.
+        guard pduType == 0x05, body.count == 34, record.linkLayer?.crcOK != false else { return }
         let accessAddress = body.u32le(12)
         let key = ConnectionKey(accessAddress: accessAddress)
         forget(key)

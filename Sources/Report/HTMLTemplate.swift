@@ -84,7 +84,7 @@ button { font: inherit; font-size: 12.5px; padding: 2px 10px; border: 1px solid 
 #event-table td { padding: 3px 8px; border-bottom: 1px solid var(--grid); vertical-align: top; }
 #event-table td.t { text-align: right; font-family: var(--mono); font-size: 12px; white-space: nowrap; }
 #event-table td.k, #event-table td.f { font-family: var(--mono); font-size: 12px; white-space: nowrap; } #event-table td.s { overflow-wrap: anywhere; }
-#event-table tbody tr { cursor: pointer; } #event-table tbody tr:hover { background: var(--band); } #event-table tr.hl, #event-table tr.hl:hover { background: var(--hl); }
+#event-table tr.problem td.t { box-shadow: inset 3px 0 var(--warn); } #event-table tbody tr { cursor: pointer; } #event-table tbody tr:hover { background: var(--band); } #event-table tr.hl, #event-table tr.hl:hover { background: var(--hl); }
 .lane-chip { font-size: 11.5px; padding: 0 6px; border-radius: 8px; border: 1px solid var(--line); white-space: nowrap; }
 footer { margin-top: 18px; color: var(--muted); font-size: 12px; }
 </style>
@@ -133,27 +133,16 @@ footer { margin-top: 18px; color: var(--muted); font-size: 12px; }
   const arr = (v) => (Array.isArray(v) ? v : []);
   const objs = (v) => arr(v).filter((o) => o && typeof o === "object" && !Array.isArray(o));
   const fmtT = (t) => (num(t) === null ? "–" : t.toFixed(3));
-  function fmtDur(s) {
-    if (num(s) === null) return "–";
-    if (s < 60) return s.toFixed(1) + " s";
-    const m = Math.floor(s / 60);
-    return m + " min " + (s - m * 60).toFixed(1) + " s";
-  }
+  const fmtDur = (s) => (num(s) === null ? "–" : s < 60 ? s.toFixed(1) + " s" : Math.floor(s / 60) + " min " + (s % 60).toFixed(1) + " s");
   function fmtFrames(fr) {
     const f = arr(fr).filter((n) => num(n) !== null);
     const runs = [];
-    for (const n of f) {
-      const last = runs[runs.length - 1];
-      if (last && n === last[1] + 1) last[1] = n; else runs.push([n, n]);
-    }
+    for (const n of f) { const last = runs[runs.length - 1]; if (last && n === last[1] + 1) last[1] = n; else runs.push([n, n]); }
     const parts = runs.slice(0, 6).map((r) => (r[0] === r[1] ? String(r[0]) : r[0] + "–" + r[1]));
     if (runs.length > 6) parts.push("… (" + f.length + " frames)");
     return parts.join(", ");
   }
-  function showMessage(text, isError) {
-    const d = el("div", "banner" + (isError ? " error" : ""), text);
-    $("report-messages").appendChild(d);
-  }
+  const showMessage = (text, isError) => $("report-messages").appendChild(el("div", "banner" + (isError ? " error" : ""), text));
 
   let data;
   try { data = JSON.parse($("timeline-data").textContent); } catch (e) {
@@ -166,18 +155,14 @@ footer { margin-top: 18px; color: var(--muted); font-size: 12px; }
   const capture = data.capture && typeof data.capture === "object" ? data.capture : {};
   const devices = objs(data.devices), connections = objs(data.connections), phases = objs(data.phases);
   const progress = objs(data.progress), events = objs(data.events), findings = objs(data.findings);
-  const devById = new Map();
-  devices.forEach((d) => devById.set(d.id, d));
+  const devById = new Map(devices.map((d) => [d.id, d]));
   const evIndex = new Map(events.map((e, i) => [e, i]));
   const SEVERITIES = ["error", "warning", "info"];
   const sevOf = (f) => (SEVERITIES.includes(f.severity) ? f.severity : "info");
   const OUTCOMES = ["succeeded", "failed", "interrupted", "incomplete", "unknown"];
   const outcomeOf = (d) => (OUTCOMES.includes(d.outcome) ? d.outcome : "unknown");
-  function devLabel(id) {
-    const d = devById.get(id);
-    if (!d) return id === null || id === undefined ? "" : "device " + str(id);
-    return str(d.name) || str(d.address) || "device " + str(d.id);
-  }
+  const nameOf = (d) => str(d.name) || str(d.address) || "device " + str(d.id);
+  const devLabel = (id) => (devById.has(id) ? nameOf(devById.get(id)) : id === null || id === undefined ? "" : "device " + str(id));
 
   // Latest time anything happens, so open-ended bars and late events stay on the axis.
   let tMax = num(capture.duration) || 0;
@@ -189,9 +174,7 @@ footer { margin-top: 18px; color: var(--muted); font-size: 12px; }
   // ---- header
   const meta = $("capture-meta");
   function metaItem(label, value, mono) {
-    if (value === "" || value === null || value === undefined) return;
-    meta.appendChild(el("dt", "", label));
-    meta.appendChild(el("dd", mono ? "mono" : "", value));
+    if (value) meta.append(el("dt", "", label), el("dd", mono ? "mono" : "", value));
   }
   const startText = str(capture.start).replace(/^(\d{4}-\d\d-\d\d)T(\d\d:\d\d:\d\d(?:\.\d+)?)Z$/, "$1 $2 UTC");
   metaItem("Capture", str(capture.path), true);
@@ -200,7 +183,8 @@ footer { margin-top: 18px; color: var(--muted); font-size: 12px; }
   metaItem("Started", startText);
   metaItem("Duration", num(capture.duration) === null ? "" : fmtDur(capture.duration));
   metaItem("Devices", String(devices.length));
-  $("report-footer").textContent = "Generated by GATTLab " + (str(info.version) || "(unknown version)") + " · timeline schema " + (str(info.schema) || "?") + " · times are seconds from the start of the capture.";
+  if (num(capture.droppedEvents) > 0) showMessage("This timeline leaves out " + capture.droppedEvents + " events (over the event limit): the lanes and the event table are incomplete.");
+  $("report-footer").textContent = "Generated by GATTLab" + (info.version ? " " + str(info.version) : "") + " · timeline schema " + (str(info.schema) || "?") + " · times are seconds from the start of the capture.";
 
   // ---- device cards
   const cards = $("device-cards");
@@ -208,14 +192,11 @@ footer { margin-top: 18px; color: var(--muted); font-size: 12px; }
   for (const d of devices) {
     const card = el("article", "device-card outcome-" + outcomeOf(d));
     card.setAttribute("data-device", str(d.id));
-    const head = el("div", "card-head");
-    const names = el("div");
-    names.appendChild(el("h3", "", str(d.name) || str(d.address) || "device " + str(d.id)));
+    const head = el("div", "card-head"), names = el("div");
+    names.appendChild(el("h3", "", nameOf(d)));
     if (d.name && d.address) names.appendChild(el("div", "addr mono", d.address));
-    head.appendChild(names);
-    head.appendChild(el("span", "outcome", outcomeOf(d)));
-    card.appendChild(head);
-    card.appendChild(el("p", "summary", str(d.summary) || "No summary."));
+    head.append(names, el("span", "outcome", outcomeOf(d)));
+    card.append(head, el("p", "summary", str(d.summary) || "No summary."));
     const chips = el("div", "chips");
     for (const p of arr(d.protocols)) chips.appendChild(el("span", "chip", p));
     const s = num(d.start), e = num(d.end);
@@ -227,8 +208,7 @@ footer { margin-top: 18px; color: var(--muted); font-size: 12px; }
       const n = mine.filter((f) => sevOf(f) === sev).length;
       if (n) chips.appendChild(el("span", "badge sev-" + sev, n + " " + sev + (n === 1 || sev === "info" ? "" : "s")));
     }
-    card.appendChild(chips);
-    cards.appendChild(card);
+    card.appendChild(chips); cards.appendChild(card);
   }
 
   // ---- colours and text measurement
@@ -236,8 +216,7 @@ footer { margin-top: 18px; color: var(--muted); font-size: 12px; }
     "credentials": "#7d5bb5", "url": "#5a6fc4", "wifi-join": "#16877f", "http-connect": "#2f7fb8", "download": "#2f62c9",
     "verification": "#9a6a14", "success": "#1e8e4e", "error": "#c93838", "idle": "#6f7886", "reboot": "#b8612a",
     "pending-verify": "#8f7a1a", "scan": "#1f8fa0", "provisioning": "#7a4fb8", "session": "#52617a", "join": "#138a6e" }));
-  const NEUTRAL = "#7a838f";
-  const phaseColor = (name) => PHASE_COLORS.get(str(name)) || NEUTRAL;
+  const phaseColor = (name) => PHASE_COLORS.get(str(name)) || "#7a838f"; // neutral for unknown phases
   const ctx = document.createElement("canvas").getContext("2d");
   function measure(text, px, bold) {
     if (!ctx) return String(text).length * px * 0.6;
@@ -287,8 +266,7 @@ footer { margin-top: 18px; color: var(--muted); font-size: 12px; }
   const ROWS = buildRows();
   let selTimes = [], selFinding = -1, view = [0, tMax];
   function setView(v) {
-    view = v;
-    const whole = v[0] <= 0 && v[1] >= tMax;
+    const whole = (view = v)[0] <= 0 && v[1] >= tMax;
     $("zoom-reset").hidden = whole;
     $("zoom-range").textContent = whole ? "" : "Showing " + fmtT(v[0]) + "–" + fmtT(v[1]) + " s";
     drawTimeline();
@@ -296,13 +274,12 @@ footer { margin-top: 18px; color: var(--muted); font-size: 12px; }
   $("zoom-reset").addEventListener("click", () => setView([0, tMax]));
 
   function drawTimeline() {
-    const host = $("timeline");
-    const W = Math.max(720, host.clientWidth || 1000);
+    const host = $("timeline"), W = Math.max(720, host.clientWidth || 1000);
     const x0 = GUTTER, x1 = W - RIGHT, plotW = x1 - x0;
     const span = view[1] - view[0], X = (t) => x0 + ((t - view[0]) / span) * plotW;
-    const Xc = (t) => Math.min(Math.max(X(t), x0 - 12), x1 + 12), inView = (t) => t >= view[0] && t <= view[1];
+    const Xc = (t) => Math.min(Math.max(X(t), x0 - 2), x1 + 2), inView = (t) => t >= view[0] && t <= view[1];
     const svg = sv("svg", { id: "timeline-svg", width: W, role: "img", "aria-label": "Timeline of the capture" });
-    const clipRect = sv("rect", { x: x0 - 1, y: 0, width: plotW + 2, height: 1 }), clip = sv("clipPath", { id: "plot-clip" }), defs = sv("defs");
+    const clipRect = sv("rect", { x: x0 - 1, y: 0, width: plotW + 12, height: 1 }), clip = sv("clipPath", { id: "plot-clip" }), defs = sv("defs");
     clip.appendChild(clipRect); defs.appendChild(clip);
     const gGrid = sv("g", { class: "grid-layer" }), gBody = sv("g", { class: "lanes" }), gPlot = sv("g", { class: "plot", "clip-path": "url(#plot-clip)" });
     svg.append(defs, gGrid, gBody, gPlot);
@@ -323,11 +300,9 @@ footer { margin-top: 18px; color: var(--muted); font-size: 12px; }
 
     for (const row of ROWS) {
       if (row.type === "group") {
-        const h = 26;
+        const h = 26, d = row.device;
         gBody.appendChild(sv("rect", { class: "group-band", x: 0, y: y, width: W, height: h }));
-        const d = row.device;
-        const title = d ? str(d.name) || str(d.address) || "device " + str(d.id) : row.title;
-        gBody.appendChild(sv("text", { class: "group-title", x: 8, y: y + 17 }, fit(title, GUTTER - 14, 12)));
+        gBody.appendChild(sv("text", { class: "group-title", x: 8, y: y + 17 }, fit(d ? nameOf(d) : row.title, GUTTER - 14, 12)));
         const sub = d ? [str(d.address), outcomeOf(d), str(d.summary)].filter((s) => s).join(" · ") : row.sub;
         gBody.appendChild(sv("text", { class: "muted", x: x0 + 4, y: y + 17 }, fit(sub, plotW - 8, 11)));
         y += h;
@@ -343,7 +318,7 @@ footer { margin-top: 18px; color: var(--muted); font-size: 12px; }
           g.appendChild(sv("rect", { class: "conn-bar", x: cx0, y: by, width: cx1 - cx0, height: bh, rx: 3 }));
           const enc = num(c.encryptedAt);
           if (enc !== null && enc < end) g.appendChild(sv("rect", { class: "conn-enc", x: Xc(enc), y: by, width: Math.max(cx1 - Xc(enc), 1), height: bh, rx: 3 }));
-          if (open) g.appendChild(sv("path", { class: "conn-open-end", d: `M${cx1} ${by - 3} L${cx1 + 8} ${by + bh / 2} L${cx1} ${by + bh + 3} Z` }));
+          if (open && inView(end)) g.appendChild(sv("path", { class: "conn-open-end", d: `M${cx1} ${by - 3} L${cx1 + 8} ${by + bh / 2} L${cx1} ${by + bh + 3} Z` }));
           const mtu = num(c.mtu) !== null ? "MTU " + c.mtu : "";
           const label = [str(c.handle), mtu, open ? "open at end" : ""].filter((s) => s).join(" · ");
           // Dark text on the plain part of the bar, white on the encrypted part; never across both.
@@ -358,6 +333,7 @@ footer { margin-top: 18px; color: var(--muted); font-size: 12px; }
           const lines = ["Connection " + str(c.handle) + " (" + devLabel(c.device) + ")",
             fmtT(c.start) + " s – " + (open ? "end of capture (still connected)" : fmtT(end) + " s") + ", " + fmtDur(end - c.start),
             (mtu || "MTU not exchanged") + ", " + (enc !== null ? "encrypted at " + fmtT(enc) + " s" : c.encrypted ? "encrypted" : "not encrypted") + (c.paired ? ", paired" : "")];
+          if (c.alreadyConnected === true) lines.push("Already connected when the capture started");
           if (dc) lines.push("Disconnect: " + str(dc.name) + (code ? " (" + code + ")" : "") + (dc.meaning ? ": " + str(dc.meaning) : ""));
           tip(g, lines.join("\n"));
           if (!open && dc && inView(end)) {
@@ -412,8 +388,7 @@ footer { margin-top: 18px; color: var(--muted); font-size: 12px; }
             while (j + 1 < evs.length && evs[j + 1].kind === "scan.result" && X(evs[j + 1].time) - X(evs[j].time) < 30) j++;
             const group = evs.slice(i, j + 1), g = sv("g", { class: "scan-results" });
             for (const r of group) g.appendChild(sv("line", { class: "mk-tick " + cls, "data-event": evIndex.get(r), x1: X(r.time), x2: X(r.time), y1: my - 6, y2: my + 6 }));
-            const counts = group.map((r) => (r.fields && num(r.fields.count) !== null ? r.fields.count : 0));
-            const n = Math.max(group.length, ...counts);
+            const n = group.reduce((m, r) => Math.max(m, r.fields && num(r.fields.count) !== null ? r.fields.count : 0), group.length);
             tip(g, n + " network" + (n === 1 ? "" : "s") + " at " + fmtT(group[0].time) + "–" + fmtT(group[group.length - 1].time) + " s\n" + group.slice(0, 25).map((r) => str(r.summary)).join("\n"));
             g.addEventListener("click", pickEvents(group.map((r) => evIndex.get(r))));
             gBody.appendChild(g);
@@ -572,6 +547,7 @@ footer { margin-top: 18px; color: var(--muted); font-size: 12px; }
     const tr = el("tr");
     tr.setAttribute("data-index", i);
     tr.setAttribute("data-frames", arr(e.frames).filter((n) => num(n) !== null).join(" "));
+    if (arr(e.problems).length) { tr.className = "problem"; tr.setAttribute("data-problems", arr(e.problems).map(str).join(" ")); }
     const cells = [[fmtT(num(e.time)), "t"], [devLabel(e.device), "d"], [str(e.lane), "l"], [str(e.kind), "k"], [str(e.summary), "s"], [fmtFrames(e.frames), "f"]];
     for (const [text, cls] of cells) {
       const td = el("td", cls);
@@ -584,7 +560,7 @@ footer { margin-top: 18px; color: var(--muted); font-size: 12px; }
     }
     tr.addEventListener("click", () => selectEvents([i], false));
     rows.push(tr);
-    rowText.push(cells.map((c) => c[0]).join(" ").toLowerCase() + " " + arr(e.frames).join(" "));
+    rowText.push((cells.map((c) => c[0]).join(" ") + " " + arr(e.frames).join(" ") + " " + arr(e.problems).join(" ")).toLowerCase());
     frag.appendChild(tr);
   });
   if (events.length === 0) { const tr = el("tr"); const td = el("td", "empty", "No events."); td.colSpan = 6; tr.appendChild(td); frag.appendChild(tr); }
@@ -622,8 +598,8 @@ footer { margin-top: 18px; color: var(--muted); font-size: 12px; }
     selFinding = i;
     const frames = new Set(arr(f.frames));
     const hits = [];
-    events.forEach((e, j) => { if (arr(e.frames).some((n) => frames.has(n))) hits.push(j); });
-    highlight(hits, "Finding " + str(f.id) + ": " + (frames.size === 0 ? "no frames recorded" : hits.length + " event" + (hits.length === 1 ? "" : "s") + " in its frames"), true);
+    events.forEach((e, j) => { if (arr(e.frames).some((n) => frames.has(n)) || (f.id && arr(e.problems).includes(f.id))) hits.push(j); });
+    highlight(hits, "Finding " + str(f.id) + ": " + (hits.length === 0 ? "no events in its frames" : hits.length + " event" + (hits.length === 1 ? "" : "s") + " in its frames or flagged by it"), true);
     if (num(f.time) !== null && !selTimes.includes(f.time)) { selTimes.push(f.time); $("timeline-svg").drawSelection(); }
     if (fromTimeline) { const li = flist.children[i]; if (li) li.scrollIntoView({ block: "nearest" }); }
   }
