@@ -4,7 +4,7 @@
 # Other targets: make build, make bench (release build, GATTLab vs tshark), make clean.
 
 SWIFT ?= swift
-APT_PACKAGES := libpcap-dev libbluetooth-dev tshark python3
+APT_PACKAGES := libpcap-dev libbluetooth-dev tshark python3 chromium
 DEMO := Captures/speaker-ota-demo.btsnoop
 GATTLAB := .build/debug/gattlab
 

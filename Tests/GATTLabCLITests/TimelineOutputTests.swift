@@ -1,0 +1,131 @@
+import Foundation
+import XCTest
+
+/// The timeline's outputs as their consumers read them: the HTML page rendered by headless
+/// Chromium (the page's script must run without errors and draw the lanes), Perfetto's trace
+/// JSON, the JSON document's shape, and the command's behaviour with several files.
+final class TimelineOutputTests: XCTestCase {
+    static var chromium: URL {
+        get throws {
+            for p in ["/usr/bin/chromium", "/usr/bin/chromium-browser"] where FileManager.default.isExecutableFile(atPath: p) {
+                return URL(fileURLWithPath: p)
+            }
+            // `make test` installs it; a missing browser is a set-up error, not a pass.
+            throw XCTSkip("chromium is not installed (make setup installs it)")
+        }
+    }
+
+    func temporaryDirectory() throws -> URL {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("gattlab-timeline-\(getpid())-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        addTeardownBlock { try? FileManager.default.removeItem(at: dir) }
+        return dir
+    }
+
+    func testHTMLRendersInHeadlessChromium() throws {
+        let chromium = try Self.chromium
+        let dir = try temporaryDirectory()
+        let report = dir.appendingPathComponent("report.html")
+        let capture = Harness.root.appendingPathComponent("Captures/speaker-ota-demo.btsnoop").path
+        let r = try Harness.gattlab(["timeline", "--format", "html", "-o", report.path, capture])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        var html = try String(contentsOf: report, encoding: .utf8)
+        XCTAssertFalse(html.contains("http://") && html.contains("<script src"), "no external scripts")
+        XCTAssertFalse(html.contains("correct horse"), "the password stays redacted in the page")
+        // Record script errors in the DOM, where --dump-dom can show them.
+        html = html.replacingOccurrences(of: "<main", with: "<script>addEventListener('error', e => document.documentElement.setAttribute('data-js-error', e.message))</script><main")
+        let probe = dir.appendingPathComponent("probe.html")
+        try html.write(to: probe, atomically: true, encoding: .utf8)
+        let flags = ["--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--user-data-dir=\(dir.path)/profile"]
+        let dom = try Harness.run(chromium, flags + ["--dump-dom", probe.absoluteString], timeout: 90)
+        XCTAssertEqual(dom.status, 0, dom.stderr)
+        XCTAssertFalse(dom.stdout.contains("data-js-error=\""), "the page's script failed: \(dom.stdout.components(separatedBy: "data-js-error=\"").dropFirst().first?.prefix(200) ?? "")")
+        for needle in ["id=\"timeline-svg\"", "class=\"conn\"", "progress-line", "fmark fmark-error", "class=\"phase-group\"",
+                       "device-card outcome-interrupted", "ota.link-dropped"] {
+            XCTAssertTrue(dom.stdout.contains(needle), "the drawn page has \(needle)")
+        }
+        XCTAssertGreaterThan(dom.stdout.components(separatedBy: "<tr data-index=").count - 1, 20, "event rows")
+        let shot = dir.appendingPathComponent("shot.png")
+        let s = try Harness.run(chromium, flags + ["--screenshot=\(shot.path)", "--window-size=1400,1600", report.absoluteString], timeout: 90)
+        XCTAssertEqual(s.status, 0, s.stderr)
+        let png = try Data(contentsOf: shot)
+        XCTAssertEqual(Array(png.prefix(4)), [0x89, 0x50, 0x4E, 0x47])
+        XCTAssertGreaterThan(png.count, 40_000, "a drawn page, not a blank one")
+    }
+
+    func testPerfettoTraceHasTracksSpansAndCounters() throws {
+        let dir = try temporaryDirectory()
+        let out = dir.appendingPathComponent("trace.json")
+        let capture = Harness.root.appendingPathComponent("Captures/emulated/speaker-reboot-validate-mtu247.btsnoop").path
+        let r = try Harness.gattlab(["timeline", "--format", "perfetto", "-o", out.path, capture])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        let doc = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(contentsOf: out)) as? [String: Any])
+        let events = try XCTUnwrap(doc["traceEvents"] as? [[String: Any]])
+        func count(_ ph: String, _ cat: String? = nil) -> Int {
+            events.filter { $0["ph"] as? String == ph && (cat == nil || $0["cat"] as? String == cat) }.count
+        }
+        XCTAssertEqual(count("X", "link"), 2, "two connections: before and after the reboot")
+        XCTAssertGreaterThan(count("X", "phase"), 5)
+        XCTAssertGreaterThan(count("C"), 5, "download progress counter")
+        XCTAssertGreaterThan(count("i"), 20)
+        XCTAssertTrue(events.contains { $0["ph"] as? String == "M" && ($0["args"] as? [String: Any])?["name"] as? String == "OTA" })
+        for e in events where e["ph"] as? String != "M" {
+            XCTAssertNotNil(e["ts"] as? Int, "every event has an integer timestamp")
+            XCTAssertNotNil(e["pid"] as? Int)
+        }
+    }
+
+    func testJSONDocumentShape() throws {
+        let capture = Harness.root.appendingPathComponent("Captures/emulated/speaker-wrong-password-mtu23.btsnoop").path
+        let r = try Harness.gattlab(["timeline", "--format", "json", "--absolute-time", capture])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        let doc = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
+        for key in ["gattlab", "capture", "devices", "connections", "phases", "progress", "events", "findings"] {
+            XCTAssertNotNil(doc[key], key)
+        }
+        let events = try XCTUnwrap(doc["events"] as? [[String: Any]])
+        XCTAssertTrue(events.allSatisfy { $0["time"] is NSNumber && $0["kind"] is String && $0["frames"] is [Int] && $0["timeUTC"] is String })
+        let creds = try XCTUnwrap(events.first { $0["kind"] as? String == "ota.credentials" })
+        XCTAssertEqual((creds["fields"] as? [String: Any])?["password"] as? String, "<redacted:28 bytes>")
+        let revealed = try Harness.gattlab(["timeline", "--format", "json", "--reveal-secrets", capture])
+        XCTAssertTrue(revealed.stdout.contains("correct horse battery staple"))
+    }
+
+    func testSeveralCapturesInParallelWithASummaryTable() throws {
+        let dir = Harness.root.appendingPathComponent("Captures/emulated").path
+        let one = try Harness.gattlab(["timeline", "--jobs", "1", "--format", "json", dir], timeout: 120)
+        let many = try Harness.gattlab(["timeline", "--jobs", "4", "--format", "json", dir], timeout: 120)
+        XCTAssertEqual(one.status, 0, one.stderr)
+        XCTAssertEqual(one.stdout, many.stdout, "the same document whatever the parallelism")
+        let doc = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(many.stdout.utf8)) as? [String: Any])
+        XCTAssertEqual((doc["captures"] as? [Any])?.count, 60)
+        let text = try Harness.gattlab(["timeline", "--no-color", dir], timeout: 120)
+        let table = text.stdout.components(separatedBy: "\ncapture ").last ?? ""
+        XCTAssertTrue(table.contains("speaker-wrong-password-mtu23.btsnoop") && table.contains("ota.wifi-join-failed"), table)
+        // --fail-on turns findings into exit code 1 for CI.
+        let failing = try Harness.gattlab(["timeline", "--fail-on", "error", "--format", "json",
+                                           dir + "/speaker-wrong-password-mtu23.btsnoop"])
+        XCTAssertEqual(failing.status, 1)
+        let clean = try Harness.gattlab(["timeline", "--fail-on", "error", "--format", "json", dir + "/speaker-ota-mtu23.btsnoop"])
+        XCTAssertEqual(clean.status, 0)
+    }
+
+    func testOutputsAreNotOverwrittenAndDamagedInputIsReported() throws {
+        let dir = try temporaryDirectory()
+        let out = dir.appendingPathComponent("t.json")
+        try Data("keep".utf8).write(to: out)
+        let capture = Harness.root.appendingPathComponent("Captures/emulated/sensor-scan-mtu23.btsnoop").path
+        let r = try Harness.gattlab(["timeline", "--format", "json", "-o", out.path, capture])
+        XCTAssertEqual(r.status, 73)
+        XCTAssertEqual(try String(contentsOf: out, encoding: .utf8), "keep")
+        // A capture cut in the middle of a record: the story up to there, then the error and 65.
+        let data = try Data(contentsOf: URL(fileURLWithPath: capture))
+        let cut = dir.appendingPathComponent("cut.btsnoop")
+        try data.prefix(data.count - 7).write(to: cut)
+        let c = try Harness.gattlab(["timeline", "--format", "json", cut.path])
+        XCTAssertEqual(c.status, 65, c.stderr)
+        XCTAssertTrue(c.stderr.contains("cut.btsnoop") && c.stderr.contains("record"), c.stderr)
+        XCTAssertEqual(c.stderr.split(separator: "\n").count, 1, "one line")
+        XCTAssertTrue(c.stdout.contains("\"events\""), "what was read is still reported")
+    }
+}
