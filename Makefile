@@ -33,8 +33,10 @@ demo: build
 	@echo "== gattlab info $(DEMO)"
 	@$(GATTLAB) info $(DEMO)
 	@echo
-	@echo "== gattlab decode $(DEMO)   (the Wi-Fi password is redacted; add --reveal-secrets to see it)"
-	@$(GATTLAB) decode $(DEMO)
+	@echo "== gattlab timeline $(DEMO)   (what happened and why it failed)"
+	@$(GATTLAB) timeline $(DEMO)
+	@$(GATTLAB) timeline --format html -o .build/demo-report.html --force $(DEMO)
+	@echo "   open .build/demo-report.html in a browser for the time axis; every PDU: gattlab decode $(DEMO)"
 
 test: setup
 	$(SWIFT) build --build-tests

@@ -7,6 +7,11 @@ RSS and the ratio. Peak RSS is the child's ru_maxrss from wait4, so it is measur
 
 Figures tracked (issue 2): at least 30x tshark's records/s for the GATT-level decode, and peak
 RSS under 64 MB at 1M and 4M records.
+
+Issue 4: `gattlab timeline` on a folder of many captures (the real captures and Captures/,
+linked several times over): captures/s on one core (--jobs 1) and on all cores, the speed-up,
+and tshark reading the same files for the link story (one process per file, serial and with
+xargs -P on all cores) side by side.
 """
 import argparse
 import json
@@ -79,9 +84,14 @@ def main():
     ap.add_argument("--large", type=int, default=4_000_000, help="records of the large file (RSS check); 0 skips it")
     ap.add_argument("--runs", type=int, default=3, help="GATTLab runs per case (best time is kept)")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench-out"))
+    ap.add_argument("--timeline-only", action="store_true", help="only the timeline folder benchmark")
+    ap.add_argument("--copies", type=int, default=4, help="times each capture appears in the timeline folder")
     args = ap.parse_args()
 
     os.makedirs(args.out, exist_ok=True)
+    if args.timeline_only:
+        timeline_folder(args)
+        return
     small = os.path.join(args.out, f"bench-{args.records}.btsnoop")
     print(f"building {small} from {os.path.basename(args.source)} ...", file=sys.stderr)
     build_capture(args.source, small, args.records)
@@ -127,6 +137,52 @@ def main():
     verdicts = [f"GATT-level decode {gatt['x_tshark']}x tshark (aim 30x)",
                 f"peak RSS {max(r['peak_rss_mb'] for r in rows if r['case'].startswith('gattlab info'))} MB (aim < 64 MB)"]
     print("\n" + "; ".join(verdicts))
+    timeline_folder(args)
+
+
+def timeline_folder(args):
+    """Issue 4: timelines of a folder of many captures, one core against all, beside tshark."""
+    real = os.path.join(ROOT, "..", "shared", "captures", "real")
+    sources = sorted(os.path.join(real, f) for f in os.listdir(real) if not f.endswith(".tsv"))
+    for d, _, files in os.walk(os.path.join(ROOT, "Captures")):
+        sources += sorted(os.path.join(d, f) for f in files if f.endswith(".btsnoop"))
+    folder = os.path.join(args.out, "timeline-folder")
+    os.makedirs(folder, exist_ok=True)
+    for name in os.listdir(folder):
+        os.unlink(os.path.join(folder, name))
+    links = []
+    for copy in range(args.copies):
+        for src in sources:
+            base = os.path.basename(src)
+            stem, ext = os.path.splitext(base)
+            link = os.path.join(folder, f"{copy}-{stem}{ext if ext else '.log'}")
+            os.symlink(os.path.abspath(src), link)
+            links.append(link)
+    n = len(links)
+    total_mb = sum(os.path.getsize(s) for s in sources) * args.copies / 1e6
+    cores = os.cpu_count() or 1
+    print(f"\ntimeline on a folder of {n} captures ({len(sources)} distinct x {args.copies}, {total_mb:.1f} MB), {cores} cores",
+          file=sys.stderr)
+    one, rss1 = best_of([args.gattlab, "timeline", "--format", "json", "--jobs", "1", folder], args.runs)
+    all_, rss = best_of([args.gattlab, "timeline", "--format", "json", folder], args.runs)
+    fields = ["-T", "fields", "-e", "bthci_evt.code", "-e", "bthci_evt.reason", "-e", "btatt.server_rx_mtu",
+              "-e", "btle.control_opcode"]
+    distinct = links[:len(sources)]  # tshark reads one copy; its rate is per capture
+    t_serial, _ = best_of(["sh", "-c", " ".join(["tshark -r '%s' %s >/dev/null 2>&1;" % (f, " ".join(fields)) for f in distinct])], 1)
+    t_par, _ = best_of(["sh", "-c", "printf '%s\\0' " + " ".join("'%s'" % f for f in distinct)
+                        + f" | xargs -0 -P {cores} -I{{}} sh -c \"tshark -r '{{}}' {' '.join(fields)} >/dev/null 2>&1\""], 1)
+    rows = [("gattlab timeline --jobs 1", n, one, rss1), (f"gattlab timeline (all {cores} cores)", n, all_, rss),
+            ("tshark link-story fields, one file at a time", len(distinct), t_serial, None),
+            (f"tshark link-story fields, xargs -P {cores}", len(distinct), t_par, None)]
+    print("\n| case | captures | seconds | captures/s | peak RSS MB |")
+    print("|---|---:|---:|---:|---:|")
+    for name, count, sec, r in rows:
+        print(f"| {name} | {count} | {sec:.2f} | {count / sec:,.0f} | {'' if r is None else round(r, 1)} |")
+    print(f"\ntimeline speed-up over one core: {one / all_:.2f}x on {cores} cores; "
+          f"{(n / all_) / (len(distinct) / t_par):.0f}x tshark's captures/s (both on all cores)")
+    with open(os.path.join(args.out, "timeline-results.json"), "w") as f:
+        json.dump({"captures": n, "cores": cores, "one_core_s": one, "all_cores_s": all_, "speedup": one / all_,
+                   "tshark_serial_s": t_serial, "tshark_parallel_s": t_par, "tshark_captures": len(distinct)}, f, indent=2)
 
 
 if __name__ == "__main__":
