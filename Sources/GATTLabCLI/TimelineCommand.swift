@@ -95,8 +95,9 @@ struct TimelineCommand: ParsableCommand {
         var status = ExitStatus.success
         for r in results { if let e = r.error { status = status.worst(report(e, decoded: r.timeline.records)) } }
         let renderOptions = RenderOptions(reveal: options.revealSecrets, absoluteTime: absoluteTime, pretty: pretty)
-        let timelines = results.map(\.timeline)
-        try write(timelines, options: renderOptions)
+        // A file that could not be read at all has no story: its one-line error says it all.
+        let timelines = results.filter { $0.error == nil || $0.timeline.records > 0 }.map(\.timeline)
+        if !timelines.isEmpty { try write(timelines, options: renderOptions) }
         if failOn != .never {
             let threshold: Finding.Severity = failOn == .error ? .error : .warning
             if timelines.contains(where: { $0.findings.contains { $0.severity >= threshold } }) { status = status.worst(.finding) }
