@@ -36,9 +36,18 @@ public enum Diagnoses {
     struct Context {
         var timeline: Timeline
         var facts: Facts
+        /// Each device's events, grouped once: rules walk devices, and a capture may hold thousands.
+        let byDevice: [Int: [TimelineEvent]]
+
+        init(timeline: Timeline, facts: Facts) {
+            self.timeline = timeline
+            self.facts = facts
+            byDevice = Dictionary(grouping: timeline.events.filter { $0.device != nil }) { $0.device ?? -1 }
+        }
+
         var events: [TimelineEvent] { timeline.events }
         func seconds(_ t: Int64) -> String { TimelineBuilder.seconds(t - (timeline.firstTime ?? t)) }
-        func events(of device: Int) -> [TimelineEvent] { timeline.events.filter { $0.device == device } }
+        func events(of device: Int) -> [TimelineEvent] { byDevice[device] ?? [] }
     }
 
     /// No progress for longer than this during a download is a stall.
@@ -140,7 +149,7 @@ public enum Diagnoses {
             var rssi: Int8?
             var joinStart: Int64?
             for e in c.events(of: d) {
-                if case .otaCredentials(let cred)? = e.message { ssid = DisplayText.safe(cred.ssid) }
+                if case .otaCredentials(let cred)? = e.message { ssid = ProtocolText.display(cred.ssid) }
                 guard let s = status(e) else { continue }
                 if s.rssi != 0 { rssi = s.rssi }
                 if s.state == .wifiConnecting, joinStart == nil { joinStart = e.time }
@@ -179,7 +188,7 @@ public enum Diagnoses {
                 if let r = code.retryable { evidence += r ? "; retryable" : "; not retryable" }
                 if code == .httpConnect || code == .httpResponse {
                     if let u = url {
-                        evidence += "; URL scheme \(u.scheme ?? "none"), host \(URLParts.host(u.text).map { DisplayText.safe($0) } ?? "unknown")"
+                        evidence += "; URL scheme \(u.scheme ?? "none"), host \(URLParts.host(u.text).map { ProtocolText.display($0) } ?? "unknown")"
                     } else {
                         evidence += "; URL not in the capture"
                     }
@@ -306,7 +315,7 @@ public enum Diagnoses {
     static func plainHTTP(_ c: Context) -> [Hit] {
         c.events.compactMap { e in
             guard case .otaURL(let u)? = e.message, u.scheme?.lowercased() == "http" else { return nil }
-            return Hit(device: e.device, time: e.time, frames: e.frames, evidence: "URL \(DisplayText.safe(u.bytes)) at \(c.seconds(e.time))")
+            return Hit(device: e.device, time: e.time, frames: e.frames, evidence: "URL \(ProtocolText.display(u.bytes)) at \(c.seconds(e.time))")
         }
     }
 
@@ -459,11 +468,16 @@ public enum Diagnoses {
     /// the problem. A scan's truncation has its own rule.
     static func protocolProblems(_ c: Context) -> [Hit] {
         var hits: [Hit] = []
+        var counts: [String: Int] = [:]
+        for e in c.events {
+            for p in e.problems { counts["\(e.device ?? -1)/\(p.id)", default: 0] += 1 }
+        }
         var seen = Set<String>()
         for e in c.events {
             for p in e.problems where p.id != "scan.truncated" && p.id != "esp.cleartext-passphrase" {
-                guard seen.insert("\(e.device ?? -1)/\(p.id)").inserted else { continue }
-                let count = c.events.filter { $0.device == e.device && $0.problems.contains { $0.id == p.id } }.count
+                let key = "\(e.device ?? -1)/\(p.id)"
+                guard seen.insert(key).inserted else { continue }
+                let count = counts[key] ?? 1
                 hits.append(Hit(device: e.device, time: e.time, frames: e.frames,
                                 evidence: "\(p.id): \(p.message) (\(e.kind) at \(c.seconds(e.time))\(count > 1 ? "; \(count) times" : ""))",
                                 title: p.message, id: "protocol.\(p.id)"))

@@ -2,26 +2,6 @@ import ATT
 import Capture
 import Profiles
 
-/// Text from a device: control characters shown as \xNN so a hostile name cannot move the
-/// terminal's cursor or forge lines.
-enum DisplayText {
-    static func safe(_ bytes: some Collection<UInt8>) -> String {
-        safe(String(decoding: bytes, as: UTF8.self))
-    }
-
-    static func safe(_ s: String) -> String {
-        var out = ""
-        for u in s.unicodeScalars {
-            if u.value < 0x20 || u.value == 0x7F || (0x80..<0xA0).contains(u.value) {
-                out += "\\x" + Hex.string([UInt8(truncatingIfNeeded: u.value)])
-            } else {
-                out.unicodeScalars.append(u)
-            }
-        }
-        return out
-    }
-}
-
 /// The timeline's view of one protocol message: its lane, a line for people (no secrets) and
 /// its fields (secrets as `Secret`).
 enum EventDescription {
@@ -45,14 +25,14 @@ enum EventDescription {
     static func describe(_ m: ProfileMessage) -> (String, [Field]) {
         switch m {
         case .otaCredentials(let c):
-            let ssid = DisplayText.safe(c.ssid)
+            let ssid = ProtocolText.display(c.ssid)
             return ("credentials for \"\(ssid)\" (password \(c.password.count) bytes)",
                     [Field("ssid", .string(ssid)), Field("password", .secret(c.password))])
         case .otaURL(let u):
-            var fields = [Field("url", .string(DisplayText.safe(u.bytes)))]
+            var fields = [Field("url", .string(ProtocolText.display(u.bytes)))]
             if let scheme = u.scheme { fields.append(Field("scheme", .string(scheme))) }
-            if let host = URLParts.host(u.text) { fields.append(Field("host", .string(DisplayText.safe(host)))) }
-            return ("firmware URL \(DisplayText.safe(u.bytes))", fields)
+            if let host = URLParts.host(u.text) { fields.append(Field("host", .string(ProtocolText.display(host)))) }
+            return ("firmware URL \(ProtocolText.display(u.bytes))", fields)
         case .otaControl(let c):
             let name = c.command?.description ?? "unknown command 0x\(Hex.string([c.rawCommand]))"
             return (name, [Field("command", .string(name)), Field("parameter", .int(Int(c.parameter)))])
@@ -61,11 +41,11 @@ enum EventDescription {
         case .scanRequest:
             return ("SCAN", [])
         case .scanResult(let r):
-            let names = r.networks.map { "\(DisplayText.safe($0.ssid)) \($0.rssi)" }
+            let names = r.networks.map { "\(ProtocolText.display($0.ssid)) \($0.rssi)" }
             var summary = "\(r.networks.count) network\(r.networks.count == 1 ? "" : "s") in \(r.chunks) notification\(r.chunks == 1 ? "" : "s")"
             if !r.complete { summary += ", truncated (no END)" }
             if !names.isEmpty { summary += ": " + names.prefix(12).joined(separator: ", ") + (names.count > 12 ? ", ..." : "") }
-            return (summary, [Field("networks", .strings(r.networks.map { DisplayText.safe($0.ssid) })),
+            return (summary, [Field("networks", .strings(r.networks.map { ProtocolText.display($0.ssid) })),
                               Field("rssi", .strings(r.networks.map { String($0.rssi) })),
                               Field("complete", .bool(r.complete)), Field("chunks", .int(r.chunks))])
         case .nrf7Info(let i):
@@ -74,7 +54,7 @@ enum EventDescription {
             var fields = [Field("op", .string(r.opCode?.description ?? "none"))]
             var summary = "request \(r.opCode?.description ?? "without op code")"
             if let c = r.config {
-                let ssid = c.wifi?.ssid.map { DisplayText.safe($0) } ?? ""
+                let ssid = c.wifi?.ssid.map { ProtocolText.display($0) } ?? ""
                 fields.append(Field("ssid", .string(ssid)))
                 if let p = c.passphrase { fields.append(Field("passphrase", .secret(p))) }
                 summary += " for \"\(ssid)\"" + (c.passphrase.map { " (passphrase \($0.count) bytes)" } ?? "")
@@ -85,13 +65,13 @@ enum EventDescription {
             var summary = "response to \(r.requestOpCode?.description ?? "?"): \(r.status?.description ?? "no status")"
             if let s = r.deviceStatus {
                 if let st = s.state { fields.append(Field("state", .string(st.description))); summary += ", state \(st)" }
-                if let ssid = s.provisioningInfo?.ssid { fields.append(Field("ssid", .string(DisplayText.safe(ssid)))); summary += ", \"\(DisplayText.safe(ssid))\"" }
+                if let ssid = s.provisioningInfo?.ssid { fields.append(Field("ssid", .string(ProtocolText.display(ssid)))); summary += ", \"\(ProtocolText.display(ssid))\"" }
                 if let ip = s.ip4Text { fields.append(Field("ip", .string(ip))); summary += ", IP \(ip)" }
             }
             return (summary, fields)
         case .nrf7Result(let r):
             if let rec = r.scanRecord {
-                let ssid = rec.wifi?.ssid.map { DisplayText.safe($0) } ?? "?"
+                let ssid = rec.wifi?.ssid.map { ProtocolText.display($0) } ?? "?"
                 return ("scan record \"\(ssid)\"" + (rec.rssi.map { " \($0) dBm" } ?? ""),
                         [Field("ssid", .string(ssid))] + (rec.rssi.map { [Field("rssi", .int(Int($0)))] } ?? []))
             }
@@ -115,7 +95,7 @@ enum EventDescription {
         case .espConfig(let c):
             switch c.payload {
             case .setConfig(let sc):
-                let ssid = DisplayText.safe(sc.ssid)
+                let ssid = ProtocolText.display(sc.ssid)
                 return ("CmdSetConfig \"\(ssid)\" (passphrase \(sc.passphrase.count) bytes)",
                         [Field("message", .string("CmdSetConfig")), Field("ssid", .string(ssid)), Field("passphrase", .secret(sc.passphrase))])
             case .status(let r):
@@ -125,7 +105,7 @@ enum EventDescription {
                 case .failReason(let reason): fields.append(Field("reason", .string(reason.description))); summary += " (\(reason))"
                 case .connected(let cs):
                     fields.append(Field("ssid", .string(cs.ssidText))); fields.append(Field("ip", .string(cs.ip4Address)))
-                    summary += " to \"\(DisplayText.safe(cs.ssid))\", IP \(DisplayText.safe(cs.ip4Address))"
+                    summary += " to \"\(ProtocolText.display(cs.ssid))\", IP \(ProtocolText.display(cs.ip4Address))"
                 case .attemptFailed(let n): summary += " (attempt failed, \(n) left)"
                 case .none: break
                 }
@@ -138,7 +118,7 @@ enum EventDescription {
         case .espScan(let s):
             var summary = "\(s.messageType)"
             if case .statusResponse(let finished, let n) = s.payload { summary += finished ? ": finished, \(n) results" : ": scanning" }
-            if case .resultResponse(let entries) = s.payload { summary += ": " + entries.map { DisplayText.safe($0.ssid) }.joined(separator: ", ") }
+            if case .resultResponse(let entries) = s.payload { summary += ": " + entries.map { ProtocolText.display($0.ssid) }.joined(separator: ", ") }
             return (summary, [Field("message", .string(s.messageType.description))])
         case .espOpaque(let o):
             return (o.encrypted ? "\(o.endpoint): \(o.length) bytes, encrypted (security \(o.security.map(String.init) ?? "?"))"

@@ -3,8 +3,9 @@ import Profiles
 /// Each device's outcome and one-line summary, from its events and findings.
 enum Summaries {
     static func summarise(_ t: inout Timeline) {
+        let byDevice = Dictionary(grouping: t.events.filter { $0.device != nil }) { $0.device ?? -1 }
         for d in t.devices.indices {
-            let events = t.events.filter { $0.device == d }
+            let events = byDevice[d] ?? []
             let (outcome, line) = story(events, timeline: t, device: d)
             t.devices[d].outcome = outcome
             t.devices[d].summary = line

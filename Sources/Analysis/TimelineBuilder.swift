@@ -50,11 +50,16 @@ public final class TimelineBuilder {
 
     public func consume(_ record: CaptureRecord, gatt: [GATTEvent], profile: [ProfileEvent]) {
         timeline.records = record.number
-        if timeline.firstTime == nil { timeline.firstTime = record.timestamp }
-        timeline.lastTime = max(timeline.lastTime ?? record.timestamp, record.timestamp)
-        for e in gatt { consume(e, record: record) }
+        let t = Self.clamp(record.timestamp)
+        if timeline.firstTime == nil { timeline.firstTime = t }
+        timeline.lastTime = max(timeline.lastTime ?? t, t)
+        for e in gatt { consume(e, record: record, time: t) }
         for e in profile { consume(e) }
     }
+
+    /// Timestamps come from files and can be anything: held to ±2^61 µs (73,000 years) so that
+    /// every difference the timeline and the rules take fits in an Int64.
+    static func clamp(_ t: Int64) -> Int64 { min(max(t, -(1 << 61)), 1 << 61) }
 
     private func add(_ e: TimelineEvent) {
         guard timeline.events.count < Self.maxEvents else {
@@ -128,8 +133,8 @@ public final class TimelineBuilder {
 
     // MARK: Link and GATT events
 
-    private func consume(_ event: GATTEvent, record: CaptureRecord) {
-        let t = record.timestamp, f = record.number
+    private func consume(_ event: GATTEvent, record: CaptureRecord, time t: Int64) {
+        let f = record.number
         switch event {
         case .link(let link):
             consumeLink(link, time: t, frame: f)
@@ -251,7 +256,7 @@ public final class TimelineBuilder {
                                        Field("pairFirst", .bool(error.meansPairFirst))], frames: [f]))
         case .readResponse(let v) where a.info?.uuid.uuid16 == 0x2A00:
             let d = timeline.connections[c].device
-            if timeline.devices[d].name == nil { timeline.devices[d].name = DisplayText.safe(v) }
+            if timeline.devices[d].name == nil { timeline.devices[d].name = ProtocolText.display(v) }
         default:
             break
         }
@@ -260,23 +265,24 @@ public final class TimelineBuilder {
     // MARK: Protocol events
 
     private func consume(_ e: ProfileEvent) {
-        let c = liveConnection[e.connection] ?? lastConnection[e.connection] ?? connection(e.connection, time: e.time, frame: e.frame)
+        let time = Self.clamp(e.time)
+        let c = liveConnection[e.connection] ?? lastConnection[e.connection] ?? connection(e.connection, time: time, frame: e.frame)
         let d = timeline.connections[c].device
         if !timeline.devices[d].protocols.contains(e.protocolName) { timeline.devices[d].protocols.append(e.protocolName) }
         let frames = e.firstFrame == e.frame ? [e.frame] : [e.firstFrame, e.frame]
         let (lane, summary, fields) = EventDescription.describe(e)
-        add(TimelineEvent(time: e.time, device: d, connection: c, lane: lane, kind: e.kind, summary: summary, fields: fields,
+        add(TimelineEvent(time: time, device: d, connection: c, lane: lane, kind: e.kind, summary: summary, fields: fields,
                           frames: frames, message: e.message, problems: e.problems))
         if let w = lastWrite[c], w.frame == e.frame, w.length >= timeline.connections[c].mtu - 3, e.firstFrame == e.frame,
            [SpeakerOTA.credentials, SpeakerOTA.url].contains(e.characteristic) || e.protocolName == "nrf7" || e.protocolName == "esp-prov",
            e.message.map(Self.isWrite) == true || e.problems.contains(where: { $0.id.hasPrefix("credentials") || $0.id.hasPrefix("url") }) {
-            truncatedWrites.append((c, e.frame, e.time, KnownUUIDs.name(e.characteristic) ?? e.characteristic.description, w.length,
+            truncatedWrites.append((c, e.frame, time, KnownUUIDs.name(e.characteristic) ?? e.characteristic.description, w.length,
                                     timeline.connections[c].mtu))
         }
         switch e.message {
-        case .otaStatus(let s)?: otaStatus(s, device: d, connection: c, time: e.time, frame: e.frame)
+        case .otaStatus(let s)?: otaStatus(s, device: d, connection: c, time: time, frame: e.frame)
         case .otaControl(let cmd)? where cmd.command == .reboot:
-            rebootAt[d] = (e.time, e.frame, c)
+            rebootAt[d] = (time, e.frame, c)
         default: break
         }
     }

@@ -3,6 +3,7 @@ import Capture
 import GATT
 import HCI
 import Profiles
+import Report
 
 /// Text and JSON for device-protocol events. Secrets (the Wi-Fi password) are redacted unless
 /// revealed, like every other output.
@@ -24,7 +25,7 @@ extension EventRenderer {
     static func summary(_ message: ProfileMessage?, reveal: Bool) -> String {
         switch message {
         case .otaCredentials(let c)?:
-            return "OTA credentials SSID \"\(c.ssidText)\" password \(reveal ? "\"\(ProtocolTextForDisplay.text(c.password.unsafeBytes))\"" : c.password.redacted)"
+            return "OTA credentials SSID \"\(c.ssidText)\" password \(reveal ? "\"\(ProtocolText.display(c.password.unsafeBytes))\"" : c.password.redacted)"
         case .otaURL(let u)?:
             return "OTA URL \(u.text)"
         case .otaControl(let c)?:
@@ -41,7 +42,7 @@ extension EventRenderer {
             if s.rssi != 0 { t += " RSSI \(s.rssi) dBm" }
             return t
         case .scanRequest(let r)?:
-            return "Scan request \"\(ProtocolTextForDisplay.text(r))\""
+            return "Scan request \"\(ProtocolText.display(r))\""
         case .scanResult(let r)?:
             let list = r.networks.map { "\($0.ssidText) (\($0.rssi))" }.joined(separator: ", ")
             return "Scan result \(r.complete ? "" : "TRUNCATED ")\(r.networks.count) networks in \(r.chunks) notifications\(list.isEmpty ? "" : ": " + list)"
@@ -85,7 +86,7 @@ extension EventRenderer {
             switch e.message {
             case .otaCredentials(let c)?:
                 o.string("ssid", c.ssidText)
-                o.string("password", self.reveal ? ProtocolTextForDisplay.text(c.password.unsafeBytes) : c.password.redacted)
+                o.string("password", self.reveal ? ProtocolText.display(c.password.unsafeBytes) : c.password.redacted)
             case .otaURL(let u)?:
                 o.string("url", u.text)
                 if let s = u.scheme { o.string("scheme", s) }
@@ -104,11 +105,11 @@ extension EventRenderer {
                 o.int("totalKB", Int(s.totalKB))
                 o.int("rssi", Int(s.rssi))
             case .scanRequest(let r)?:
-                o.string("request", ProtocolTextForDisplay.text(r))
+                o.string("request", ProtocolText.display(r))
             case .scanResult(let r)?:
                 o.bool("complete", r.complete)
                 o.int("chunks", r.chunks)
-                o.raw("networks", "[" + r.networks.map { "{\"ssid\":\(JSONText.quote($0.ssidText)),\"rssi\":\($0.rssi)}" }.joined(separator: ",") + "]")
+                o.raw("networks", "[" + r.networks.map { "{\"ssid\":\(JSONString.quote($0.ssidText)),\"rssi\":\($0.rssi)}" }.joined(separator: ",") + "]")
             case .nrf7Info(let i)?:
                 if let v = i.version { o.int("version", Int(v)) }
             case .nrf7Request(let r)?:
@@ -121,7 +122,7 @@ extension EventRenderer {
                 var b = JSONBuild()
                 b.string("ver", v.version)
                 b.int("secVer", v.securityVersion)
-                b.raw("cap", "[" + v.capabilities.map(JSONText.quote).joined(separator: ",") + "]")
+                b.raw("cap", "[" + v.capabilities.map { JSONString.quote($0) }.joined(separator: ",") + "]")
                 o.merge(b)
             case .espSession(let m)?:
                 o.merge(ESPJSON.session(m))
@@ -141,44 +142,16 @@ extension EventRenderer {
                 break
             }
             if !e.problems.isEmpty {
-                o.raw("problems", "[" + e.problems.map { "{\"id\":\(JSONText.quote($0.id)),\"message\":\(JSONText.quote($0.message))}" }.joined(separator: ",") + "]")
+                o.raw("problems", "[" + e.problems.map { "{\"id\":\(JSONString.quote($0.id)),\"message\":\(JSONString.quote($0.message))}" }.joined(separator: ",") + "]")
             }
         }
-    }
-}
-
-/// Bytes as text for display: UTF-8 where valid, control characters escaped.
-enum ProtocolTextForDisplay {
-    static func text(_ bytes: [UInt8]) -> String {
-        String(decoding: bytes, as: UTF8.self).unicodeScalars.map { s -> String in
-            s.value < 0x20 || s.value == 0x7F ? "\\x" + Hex.string([UInt8(s.value)]) : String(s)
-        }.joined()
-    }
-}
-
-/// JSON string quoting for the few fields built as text.
-enum JSONText {
-    static func quote(_ s: String) -> String {
-        var out = "\""
-        for u in s.unicodeScalars {
-            switch u {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            default:
-                if u.value < 0x20 { out += "\\u00" + Hex.string([UInt8(u.value)]) } else { out.unicodeScalars.append(u) }
-            }
-        }
-        return out + "\""
     }
 }
 
 /// A JSON object built as text, for nested protocol values.
 struct JSONBuild {
     var parts: [(key: String, json: String)] = []
-    mutating func string(_ k: String, _ v: String?) { if let v { parts.append((k, JSONText.quote(v))) } }
+    mutating func string(_ k: String, _ v: String?) { if let v { parts.append((k, JSONString.quote(v))) } }
     mutating func int(_ k: String, _ v: Int?) { if let v { parts.append((k, String(v))) } }
     mutating func bool(_ k: String, _ v: Bool?) { if let v { parts.append((k, v ? "true" : "false")) } }
     mutating func raw(_ k: String, _ json: String?) { if let json { parts.append((k, json)) } }
@@ -188,7 +161,7 @@ struct JSONBuild {
         int(k, v.raw)
         string(k + "Name", v.name)
     }
-    var text: String { "{" + parts.map { JSONText.quote($0.key) + ":" + $0.json }.joined(separator: ",") + "}" }
+    var text: String { "{" + parts.map { JSONString.quote($0.key) + ":" + $0.json }.joined(separator: ",") + "}" }
 }
 
 extension EventRenderer.JSONFields {
@@ -201,7 +174,7 @@ extension EventRenderer.JSONFields {
 /// One-line summaries of nRF7 messages.
 enum NRF7Text {
     static func wifi(_ w: NRF7.WifiInfo) -> String {
-        var t = w.ssidText.map { "SSID \"\(ProtocolTextForDisplay.text(Array($0.utf8)))\"" } ?? "no SSID"
+        var t = w.ssidText.map { "SSID \"\(ProtocolText.display(Array($0.utf8)))\"" } ?? "no SSID"
         if let b = w.bssidText { t += " BSSID \(b)" }
         if let b = w.band { t += " band \(b)" }
         if let c = w.channel { t += " channel \(c)" }
@@ -224,7 +197,7 @@ enum NRF7Text {
         if let c = r.config {
             if let w = c.wifi { t += " " + wifi(w) }
             if let p = c.passphrase {
-                t += " password " + (reveal ? "\"\(ProtocolTextForDisplay.text(p.unsafeBytes))\"" : p.redacted)
+                t += " password " + (reveal ? "\"\(ProtocolText.display(p.unsafeBytes))\"" : p.redacted)
             }
             if let v = c.volatileMemory { t += v ? " (volatile)" : " (persistent)" }
         }
@@ -287,7 +260,7 @@ enum NRF7JSON {
             var cb = JSONBuild()
             cb.raw("wifi", c.wifi.map(wifi))
             if let p = c.passphrase {
-                cb.string("passphrase", reveal ? ProtocolTextForDisplay.text(p.unsafeBytes) : p.redacted)
+                cb.string("passphrase", reveal ? ProtocolText.display(p.unsafeBytes) : p.redacted)
             }
             cb.bool("volatileMemory", c.volatileMemory)
             cb.int("certsBytes", c.certs?.count)
@@ -355,13 +328,13 @@ enum ESPText {
             case .none: break
             case .failReason(let f): t += " reason \(f)"
             case .connected(let c):
-                t += " SSID \"\(ProtocolTextForDisplay.text(c.ssid))\" IP \(c.ip4Address) auth \(c.authMode) channel \(c.channel)"
+                t += " SSID \"\(ProtocolText.display(c.ssid))\" IP \(c.ip4Address) auth \(c.authMode) channel \(c.channel)"
                 if !c.bssid.isEmpty { t += " BSSID \(ESPJSON.mac(c.bssid))" }
             case .attemptFailed(let n): t += " \(n) attempts remaining"
             }
         case .setConfig(let c):
-            t += " SSID \"\(ProtocolTextForDisplay.text(c.ssid))\" password "
-                + (reveal ? "\"\(ProtocolTextForDisplay.text(c.passphrase.unsafeBytes))\"" : c.passphrase.redacted)
+            t += " SSID \"\(ProtocolText.display(c.ssid))\" password "
+                + (reveal ? "\"\(ProtocolText.display(c.passphrase.unsafeBytes))\"" : c.passphrase.redacted)
             if !c.bssid.isEmpty { t += " BSSID \(ESPJSON.mac(c.bssid))" }
             if c.channel != 0 { t += " channel \(c.channel)" }
         case .setConfigResponse(let s), .applyConfigResponse(let s): t += " \(s)"
@@ -381,7 +354,7 @@ enum ESPText {
         case .resultResponse(let entries):
             t += entries.count == 1 ? " 1 entry" : " \(entries.count) entries"
             if !entries.isEmpty {
-                t += ": " + entries.map { "\(ProtocolTextForDisplay.text($0.ssid)) (ch \($0.channel), \($0.rssi) dBm, \($0.auth))" }.joined(separator: ", ")
+                t += ": " + entries.map { "\(ProtocolText.display($0.ssid)) (ch \($0.channel), \($0.rssi) dBm, \($0.auth))" }.joined(separator: ", ")
             }
         }
         return t
@@ -428,15 +401,15 @@ enum ESPJSON {
                 var cb = JSONBuild()
                 cb.string("ip4", c.ip4Address)
                 cb.enumValue("authMode", c.authMode)
-                cb.string("ssid", ProtocolTextForDisplay.text(c.ssid))
+                cb.string("ssid", ProtocolText.display(c.ssid))
                 cb.string("bssid", mac(c.bssid))
                 cb.int("channel", Int(c.channel))
                 b.raw("connected", cb.text)
             case .attemptFailed(let n): b.int("attemptsRemaining", Int(n))
             }
         case .setConfig(let c):
-            b.string("ssid", ProtocolTextForDisplay.text(c.ssid))
-            b.string("passphrase", reveal ? ProtocolTextForDisplay.text(c.passphrase.unsafeBytes) : c.passphrase.redacted)
+            b.string("ssid", ProtocolText.display(c.ssid))
+            b.string("passphrase", reveal ? ProtocolText.display(c.passphrase.unsafeBytes) : c.passphrase.redacted)
             if !c.bssid.isEmpty { b.string("bssid", mac(c.bssid)) }
             b.int("channel", Int(c.channel))
         case .setConfigResponse(let s), .applyConfigResponse(let s): b.enumValue("status", s)
@@ -464,7 +437,7 @@ enum ESPJSON {
         case .resultResponse(let entries):
             b.raw("entries", "[" + entries.map { e in
                 var x = JSONBuild()
-                x.string("ssid", ProtocolTextForDisplay.text(e.ssid))
+                x.string("ssid", ProtocolText.display(e.ssid))
                 x.int("channel", Int(e.channel))
                 x.int("rssi", Int(e.rssi))
                 x.string("bssid", mac(e.bssid))

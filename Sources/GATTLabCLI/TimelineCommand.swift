@@ -185,12 +185,14 @@ enum TimelineAnalysis {
 
     static func analyse(_ path: String, decoder: GATTDecoder, configuration: ProfileConfiguration) -> Result {
         let profiles = ProfileDecoder(configuration: configuration)
-        var format = "unknown"
-        var builder = TimelineBuilder(source: path, format: format)
+        let reader: any CaptureReader
         do {
-            let reader = try openCapture(path)
-            format = reader.format.description
-            builder = TimelineBuilder(source: path, format: format)
+            reader = try openCapture(path)
+        } catch {
+            return Result(timeline: TimelineBuilder(source: path, format: "unknown").finish(), error: error)
+        }
+        let builder = TimelineBuilder(source: path, format: reader.format.description)
+        do {
             while let record = try reader.next() {
                 decoder.consume(record)
                 if decoder.events.isEmpty {

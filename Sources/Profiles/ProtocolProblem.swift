@@ -1,3 +1,5 @@
+import Capture
+
 /// Something a protocol message does that its specification does not allow, with a stable id
 /// (for diagnoses and fuzz oracles) and a sentence for people.
 public struct ProtocolProblem: Sendable, Hashable, CustomStringConvertible {
@@ -13,8 +15,27 @@ public struct ProtocolProblem: Sendable, Hashable, CustomStringConvertible {
     public var description: String { "\(id): \(message)" }
 }
 
-/// Text from bytes the way the device protocols need it: UTF-8 when valid, and whether it was.
-enum ProtocolText {
+/// Text from bytes the way the device protocols need it: UTF-8 when valid, and whether it was;
+/// and the same text made safe to show.
+public enum ProtocolText {
+    /// Text from a device for display: C0 and C1 control characters and DEL shown as \xNN, so a
+    /// hostile name cannot move a terminal's cursor or forge lines.
+    public static func display(_ bytes: some Collection<UInt8>) -> String {
+        display(String(decoding: bytes, as: UTF8.self))
+    }
+
+    public static func display(_ s: String) -> String {
+        var out = ""
+        for u in s.unicodeScalars {
+            if u.value < 0x20 || u.value == 0x7F || (0x80..<0xA0).contains(u.value) {
+                out += "\\x" + Hex.string([UInt8(truncatingIfNeeded: u.value)])
+            } else {
+                out.unicodeScalars.append(u)
+            }
+        }
+        return out
+    }
+
     static func decode(_ bytes: some Collection<UInt8>) -> (text: String, valid: Bool) {
         let text = String(decoding: bytes, as: UTF8.self)
         // String(decoding:) replaces invalid sequences with U+FFFD; a round trip tells.

@@ -45,7 +45,7 @@ struct JSONWriter {
     mutating func seconds(_ micros: Int64) { beforeValue(); text += Self.seconds(micros) }
     mutating func double(_ v: Double, places: Int = 3) {
         beforeValue()
-        guard v.isFinite else { text += "null"; return }
+        guard v.isFinite, abs(v) < 1e15 else { text += "null"; return }
         let scale = pow10(places)
         let scaled = (v * Double(scale)).rounded()
         text += Self.seconds(Int64(scaled), scale: scale)
@@ -76,7 +76,13 @@ struct JSONWriter {
         return negative ? "-" + out : out
     }
 
-    static func quote(_ s: String) -> String {
+    static func quote(_ s: String) -> String { JSONString.quote(s, forHTML: true) }
+}
+
+/// A JSON string literal. `forHTML` also escapes `<`, DEL and U+2028/U+2029, so the JSON can sit
+/// inside an HTML script element and be read as JavaScript source.
+public enum JSONString {
+    public static func quote(_ s: String, forHTML: Bool = false) -> String {
         var out = "\""
         for u in s.unicodeScalars {
             switch u {
@@ -85,9 +91,9 @@ struct JSONWriter {
             case "\n": out += "\\n"
             case "\r": out += "\\r"
             case "\t": out += "\\t"
-            case "<": out += "\\u003c"
+            case "<" where forHTML: out += "\\u003c"
             default:
-                if u.value < 0x20 || u.value == 0x7F || u.value == 0x2028 || u.value == 0x2029 {
+                if u.value < 0x20 || (forHTML && (u.value == 0x7F || u.value == 0x2028 || u.value == 0x2029)) {
                     let hex = String(u.value, radix: 16)
                     out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
                 } else {

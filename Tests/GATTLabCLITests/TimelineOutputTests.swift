@@ -11,7 +11,7 @@ final class TimelineOutputTests: XCTestCase {
                 return URL(fileURLWithPath: p)
             }
             // `make test` installs it; a missing browser is a set-up error, not a pass.
-            throw XCTSkip("chromium is not installed (make setup installs it)")
+            throw TestSetupError("chromium is not installed: run `make setup` (apt-get install chromium)")
         }
     }
 
@@ -108,6 +108,29 @@ final class TimelineOutputTests: XCTestCase {
         XCTAssertEqual(failing.status, 1)
         let clean = try Harness.gattlab(["timeline", "--fail-on", "error", "--format", "json", dir + "/speaker-ota-mtu23.btsnoop"])
         XCTAssertEqual(clean.status, 0)
+    }
+
+    /// Timestamps are whatever the file says: the earliest and latest an Int64 holds, alternating,
+    /// must not trap in any output's time arithmetic.
+    func testExtremeTimestampsDoNotCrash() throws {
+        let dir = try temporaryDirectory()
+        var data = try Data(contentsOf: Harness.root.appendingPathComponent("Captures/emulated/speaker-ota-mtu23.btsnoop"))
+        let epoch: Int64 = 0x00DC_DDB3_0F2F_8000
+        var offset = 16, i = 0
+        while offset + 24 <= data.count {
+            let included = data[offset + 4..<offset + 8].reduce(0) { $0 << 8 | Int($1) }
+            let stored = (i % 2 == 0 ? Int64.min : Int64.max) &+ epoch
+            withUnsafeBytes(of: stored.bigEndian) { data.replaceSubrange(offset + 16..<offset + 24, with: $0) }
+            offset += 24 + included
+            i += 1
+        }
+        let file = dir.appendingPathComponent("extreme.btsnoop")
+        try data.write(to: file)
+        for format in ["text", "json", "html", "perfetto"] {
+            let r = try Harness.gattlab(["timeline", "--format", format, "-o", dir.appendingPathComponent("out.\(format)").path, file.path])
+            XCTAssertFalse(r.signalled, "\(format): crashed")
+            XCTAssertEqual(r.status, 0, "\(format): \(r.stderr)")
+        }
     }
 
     func testOutputsAreNotOverwrittenAndDamagedInputIsReported() throws {
