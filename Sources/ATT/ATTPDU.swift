@@ -165,4 +165,16 @@ public enum ATTPDU: Hashable, Sendable {
             nil
         }
     }
+
+    /// Where `value` starts in the encoded PDU (opcode included), so a decoder that knows where the
+    /// PDU's bytes lie knows where the value's do.
+    public var valueOffset: Int? {
+        switch self {
+        case .readResponse, .readBlobResponse, .readMultipleResponse: 1
+        case .findByTypeValueRequest: 7
+        case .writeRequest, .writeCommand, .signedWriteCommand, .handleValueNotification, .handleValueIndication: 3
+        case .prepareWriteRequest, .prepareWriteResponse: 5
+        default: nil
+        }
+    }
 }

@@ -67,6 +67,10 @@ public struct CaptureRecord {
     public var originalLength: Int
     /// Payload without encapsulation: no H4 byte, no pseudo-header.
     public var data: UnsafeRawBufferPointer
+    /// The packet as the file stores it, its format's pseudo-header (H4 byte, monitor header,
+    /// sniffer header) included: `data` lies inside it. Redaction maps offsets in `data` to
+    /// file offsets through it.
+    public var packet: UnsafeRawBufferPointer
     public var linkLayer: LinkLayerInfo?
 
     public init(number: Int, fileOffset: Int64, timestamp: Int64, controller: UInt16 = 0,
@@ -81,7 +85,14 @@ public struct CaptureRecord {
         self.rawType = rawType
         self.originalLength = originalLength
         self.data = data
+        packet = data
         self.linkLayer = linkLayer
+    }
+
+    /// Where `data` starts inside `packet` (0 when the reader kept no header).
+    public var dataOffsetInPacket: Int {
+        guard let d = data.baseAddress, let p = packet.baseAddress, d >= p, d - p <= packet.count else { return 0 }
+        return d - p
     }
 
     /// Whether the capture kept fewer bytes than were on the wire.

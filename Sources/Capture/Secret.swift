@@ -7,10 +7,28 @@ public struct Secret: Sendable, Hashable, CustomStringConvertible, CustomDebugSt
     /// What the secret is, for people: "LTK", "Wi-Fi password".
     public let label: String
     private let bytes: [UInt8]
+    /// Where the bytes lie in the capture, when the decoder tracked it (see `ByteOrigin`).
+    /// Not part of the value: two secrets with the same bytes and label are equal.
+    public var location: SecretLocation?
 
-    public init(_ bytes: [UInt8], label: String) {
+    public init(_ bytes: [UInt8], label: String, location: SecretLocation? = nil) {
         self.bytes = bytes
         self.label = label
+        self.location = location
+    }
+
+    public static func == (a: Secret, b: Secret) -> Bool { a.label == b.label && a.bytes == b.bytes }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(label)
+        hasher.combine(bytes)
+    }
+
+    /// The same secret, located at `origin` (nil leaves it unlocated).
+    public func located(_ origin: ByteOrigin?, mask: [UInt8]? = nil) -> Secret {
+        var s = self
+        s.location = origin.map { SecretLocation(origin: $0, mask: mask) }
+        return s
     }
 
     public var count: Int { bytes.count }

@@ -25,6 +25,13 @@ public final class GATTDecoder {
 
     public init() {}
 
+    /// Whether events say where values lie in the records (`ATTEvent.valueOrigin`, origins of
+    /// long writes and reads, located secrets): what redaction needs, off by default.
+    public var tracksOrigins: Bool {
+        get { link.tracksOrigins }
+        set { link.tracksOrigins = newValue }
+    }
+
     /// Device identity: the peer address when known, else the connection.
     enum DeviceID: Hashable {
         case address(BDAddr)
@@ -51,6 +58,17 @@ public final class GATTDecoder {
         var bytes: [UInt8]
         var firstFrame: Int
         var parts: Int
+        /// Nil when not tracked, or when a part's origin was unknown.
+        var origin: ByteOrigin?
+    }
+
+    /// One Prepare Write Request waiting for its Execute Write.
+    struct PreparedPart {
+        var handle: UInt16
+        var offset: UInt16
+        var value: [UInt8]
+        var frame: Int
+        var origin: ByteOrigin?
     }
 
     /// Per-connection state; a class so the hot path updates it in place.
@@ -61,7 +79,7 @@ public final class GATTDecoder {
         var clientMTU: UInt16?
         /// Outstanding request per requesting side (0: sent/central, 1: received/peripheral).
         var requests: [Request?] = [nil, nil]
-        var prepared: [[(handle: UInt16, offset: UInt16, value: [UInt8], frame: Int)]] = [[], []]
+        var prepared: [[PreparedPart]] = [[], []]
         var preparedBytes = [0, 0]
         var longReads: [LongRead?] = [nil, nil]
 
@@ -191,8 +209,11 @@ public final class GATTDecoder {
         event.pdu = pdu
         event.handle = pdu.handle ?? Self.requestedHandle(pdu, session, answering: direction)
         if let h = event.handle { event.info = session.table.table.info(for: h) }
+        if let origin = link.payloadOrigin, let at = pdu.valueOffset, let value = pdu.value {
+            event.valueOrigin = origin.slice(at..<(at + value.count))
+        }
         events.append(.att(event))
-        track(pdu, session, key: key, direction: direction, record: record)
+        track(pdu, session, key: key, direction: direction, record: record, valueOrigin: event.valueOrigin)
     }
 
     /// The handle a Read (Blob) Response answers, from its request, as Wireshark shows it: so the
@@ -211,7 +232,7 @@ public final class GATTDecoder {
 
     /// Session bookkeeping: MTU, discovery into the table, long operations, subscriptions.
     private func track(_ pdu: ATTPDU, _ s: Session, key: ConnectionKey, direction: PacketDirection,
-                       record: CaptureRecord) {
+                       record: CaptureRecord, valueOrigin: ByteOrigin?) {
         let mine = Self.slot(direction)
         let other = 1 - mine
         switch pdu {
@@ -282,7 +303,7 @@ public final class GATTDecoder {
             guard let req = s.requests[other], req.opcode == 0x0A else { break }
             s.requests[other] = nil
             if value.count >= s.mtu - 1 {
-                s.longReads[other] = LongRead(handle: req.handle, bytes: value, firstFrame: req.frame, parts: 1)
+                s.longReads[other] = LongRead(handle: req.handle, bytes: value, firstFrame: req.frame, parts: 1, origin: valueOrigin)
             } else {
                 s.longReads[other] = nil
                 learnUserDescription(s, key, handle: req.handle, value: value)
@@ -291,7 +312,7 @@ public final class GATTDecoder {
             guard let req = s.requests[other], req.opcode == 0x0C else { break }
             s.requests[other] = nil
             var read = s.longReads[other].flatMap { $0.handle == req.handle ? $0 : nil }
-                ?? LongRead(handle: req.handle, bytes: [], firstFrame: req.frame, parts: 0)
+                ?? LongRead(handle: req.handle, bytes: [], firstFrame: req.frame, parts: 0, origin: tracksOrigins ? ByteOrigin() : nil)
             if read.bytes.count + part.count > Self.maxQueuedBytes {
                 s.longReads[other] = nil
                 events.append(.link(.malformed(key, .att, reason: "long read of handle 0x\(String(read.handle, radix: 16)) exceeds \(Self.maxQueuedBytes) bytes; abandoned")))
@@ -299,6 +320,7 @@ public final class GATTDecoder {
             }
             read.bytes += part
             read.parts += 1
+            if let o = valueOrigin { read.origin?.append(o) } else { read.origin = nil }
             if part.count < s.mtu - 1 {
                 finishLongRead(read, s, key)
                 s.longReads[other] = nil
@@ -320,7 +342,7 @@ public final class GATTDecoder {
                 s.preparedBytes[mine] = 0
                 break
             }
-            s.prepared[mine].append((handle, offset, value, record.number))
+            s.prepared[mine].append(PreparedPart(handle: handle, offset: offset, value: value, frame: record.number, origin: valueOrigin))
             s.preparedBytes[mine] += cost
         case .executeWriteRequest(let flags):
             let queue = s.prepared[mine]
@@ -349,8 +371,7 @@ public final class GATTDecoder {
     /// Joins a prepare-write queue into one value per handle, each part at its offset, in the
     /// order the handles were first written. Offsets come from the air: the joined size is
     /// checked before anything is allocated, so a hostile offset cannot inflate memory.
-    static func joinPreparedWrites(_ queue: [(handle: UInt16, offset: UInt16, value: [UInt8], frame: Int)],
-                                   key: ConnectionKey, table: AttributeTable) -> [GATTOperation] {
+    static func joinPreparedWrites(_ queue: [PreparedPart], key: ConnectionKey, table: AttributeTable) -> [GATTOperation] {
         var order: [UInt16] = []
         var sizes: [UInt16: Int] = [:]
         for part in queue {
@@ -366,13 +387,31 @@ public final class GATTDecoder {
             var bytes = [UInt8](repeating: 0, count: sizes[handle] ?? 0)
             var first = 0
             var parts = 0
+            // Where each joined byte came from, when origins are tracked: parts may overlap or
+            // come out of order, and a later part wins, as the server applies them.
+            var byteOrigins: [ByteOrigin.Piece?]? = queue.first?.origin == nil ? nil : Array(repeating: nil, count: bytes.count)
             for part in queue where part.handle == handle {
                 if parts == 0 { first = part.frame }
                 let offset = Int(part.offset)
                 bytes.replaceSubrange(offset..<(offset + part.value.count), with: part.value)
+                if byteOrigins != nil, let o = part.origin {
+                    for i in 0..<part.value.count {
+                        guard let piece = o.slice(i..<(i + 1))?.pieces.first else { continue }
+                        byteOrigins?[offset + i] = piece
+                    }
+                } else {
+                    byteOrigins = nil
+                }
                 parts += 1
             }
-            joined.append(.longWrite(key, handle: handle, info: table.info(for: handle), value: bytes, firstFrame: first, parts: parts))
+            var origin: ByteOrigin?
+            if let byteOrigins, !byteOrigins.contains(where: { $0 == nil }) {
+                var o = ByteOrigin()
+                for piece in byteOrigins { if let piece { o.append(ByteOrigin([piece])) } }
+                origin = o
+            }
+            joined.append(.longWrite(key, handle: handle, info: table.info(for: handle), value: bytes, firstFrame: first,
+                                     parts: parts, origin: origin))
         }
         return joined
     }
@@ -392,7 +431,7 @@ public final class GATTDecoder {
         learnUserDescription(s, key, handle: read.handle, value: read.bytes)
         let info = s.table.table.info(for: read.handle)
         events.append(.operation(.longRead(key, handle: read.handle, info: info, value: read.bytes,
-                                           firstFrame: read.firstFrame, parts: read.parts)))
+                                           firstFrame: read.firstFrame, parts: read.parts, origin: read.origin)))
     }
 
     /// Applies what a response taught. Service and characteristic discovery replaces a table

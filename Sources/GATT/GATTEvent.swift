@@ -20,16 +20,18 @@ public struct ATTEvent: Sendable {
     public var mtu: Int
     /// Parameter bytes of the PDU (after the opcode), for display of what did not decode.
     public var length: Int
+    /// Where the PDU's `value` lies in the capture, when the decoder tracks origins.
+    public var valueOrigin: ByteOrigin?
 }
 
 /// A logical GATT operation that spans several PDUs, reported at its last PDU.
 public enum GATTOperation: Sendable {
     case mtuExchanged(ConnectionKey, clientMTU: UInt16, serverMTU: UInt16, mtu: Int)
     /// Prepare Write Requests joined by an Execute Write Request.
-    case longWrite(ConnectionKey, handle: UInt16, info: HandleInfo?, value: [UInt8], firstFrame: Int, parts: Int)
+    case longWrite(ConnectionKey, handle: UInt16, info: HandleInfo?, value: [UInt8], firstFrame: Int, parts: Int, origin: ByteOrigin? = nil)
     case longWriteCancelled(ConnectionKey, parts: Int)
     /// A Read Request and the Read Blob Requests that continued it.
-    case longRead(ConnectionKey, handle: UInt16, info: HandleInfo?, value: [UInt8], firstFrame: Int, parts: Int)
+    case longRead(ConnectionKey, handle: UInt16, info: HandleInfo?, value: [UInt8], firstFrame: Int, parts: Int, origin: ByteOrigin? = nil)
     /// A CCCD write: notifications and/or indications switched on or off for a characteristic.
     case subscription(ConnectionKey, cccdHandle: UInt16, characteristic: BluetoothUUID?, notify: Bool, indicate: Bool)
     /// Discovery taught the table something new about this connection's device.

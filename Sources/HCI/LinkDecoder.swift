@@ -10,6 +10,10 @@ public final class LinkDecoder {
     public internal(set) var events: [LinkEvent] = []
     /// The bytes of the `.l2cap` event of the last record (at most one per record). Valid until the next `consume`.
     public private(set) var payload = UnsafeRawBufferPointer(start: nil, count: 0)
+    /// Where `payload`'s bytes lie in the records, when `tracksOrigins` is on (redaction needs it;
+    /// decoding does not pay for it otherwise).
+    public private(set) var payloadOrigin: ByteOrigin?
+    public var tracksOrigins = false
     /// Live connections.
     public internal(set) var connections: [ConnectionKey: ConnectionInfo] = [:]
     /// Controllers seen (monitor captures), by index.
@@ -31,6 +35,8 @@ public final class LinkDecoder {
         /// Size of the whole L2CAP PDU, header included.
         var total: Int
         var firstFrame: Int
+        /// The records the bytes came from (SMP always, everything when tracking origins).
+        var origin = ByteOrigin()
     }
 
     var pending: [FragmentKey: Pending] = [:]
@@ -46,6 +52,7 @@ public final class LinkDecoder {
     public func consume(_ record: CaptureRecord) {
         events.removeAll(keepingCapacity: true)
         payload = UnsafeRawBufferPointer(start: nil, count: 0)
+        payloadOrigin = nil
         switch record.kind {
         case .acl: consumeACL(record)
         case .event: consumeEvent(record)
@@ -172,7 +179,9 @@ public final class LinkDecoder {
         var bytes = [UInt8]()
         bytes.reserveCapacity(total)
         bytes.append(contentsOf: fragment)
-        pending[fk] = Pending(bytes: bytes, total: total, firstFrame: record.number)
+        var p = Pending(bytes: bytes, total: total, firstFrame: record.number)
+        if let o = ByteOrigin(record: record.number, data: record.data, bytes: fragment) { p.origin = o }
+        pending[fk] = p
     }
 
     /// A continuation: appended if it fits, and the PDU delivered when complete. One that would
@@ -189,6 +198,7 @@ public final class LinkDecoder {
             return
         }
         p.bytes.append(contentsOf: fragment)
+        if let o = ByteOrigin(record: record.number, data: record.data, bytes: fragment) { p.origin.append(o) }
         if p.bytes.count < p.total {
             pending[fk] = p
             return
@@ -197,12 +207,17 @@ public final class LinkDecoder {
             completed.copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
         }
         deliverL2CAP(key, direction: direction,
-                     sdu: UnsafeRawBufferPointer(start: completed, count: p.total), record: record)
+                     sdu: UnsafeRawBufferPointer(start: completed, count: p.total), record: record, origin: p.origin)
     }
 
-    /// One whole L2CAP PDU (basic header included).
+    /// One whole L2CAP PDU (basic header included). `origin` says where a reassembled PDU's
+    /// bytes came from; a PDU inside one record finds its own.
     func deliverL2CAP(_ key: ConnectionKey, direction: PacketDirection, sdu: UnsafeRawBufferPointer,
-                      record: CaptureRecord) {
+                      record: CaptureRecord, origin: ByteOrigin? = nil) {
+        func bodyOrigin(_ body: UnsafeRawBufferPointer) -> ByteOrigin? {
+            if let origin { return origin.slice(4..<(4 + body.count)) }
+            return ByteOrigin(record: record.number, data: record.data, bytes: body)
+        }
         guard sdu.count >= 4 else {
             events.append(.malformed(key, .l2cap, reason: "L2CAP PDU of \(sdu.count) bytes is shorter than its 4-byte header"))
             return
@@ -221,7 +236,7 @@ public final class LinkDecoder {
         case 0x0006:
             switch SMPPDU.decode(body) {
             case .success(let pdu):
-                events.append(.smp(key, direction, pdu))
+                events.append(.smp(key, direction, pdu.located(bodyOrigin(body))))
             case .failure(let reason):
                 events.append(.malformed(key, .smp, reason: reason.text))
             }
@@ -233,6 +248,7 @@ public final class LinkDecoder {
             }
         default:
             payload = body
+            if tracksOrigins { payloadOrigin = bodyOrigin(body) }
             events.append(.l2cap(key, cid: cid, direction: direction))
         }
     }
@@ -293,9 +309,18 @@ public final class LinkDecoder {
             guard !short(3, "Encryption Key Refresh Complete") else { return }
             let key = ConnectionKey(controller: record.controller, handle: p.u16le(1) & 0x0FFF)
             events.append(.encryptionKeyRefresh(key, status: HCIStatus(p[0])))
+        case 0x18:  // Link Key Notification (BR/EDR): the controller hands the host a new link key
+            guard !short(23, "Link Key Notification") else { return }
+            let linkKey = Secret(Array(p[6..<22]), label: "link key").located(ByteOrigin(record: record.number, offset: 2 + 6, count: 16))
+            events.append(.linkKey(peer: BDAddr(littleEndian: p, at: 0), key: linkKey, fromController: true))
         case 0x0E:  // Command Complete: report failures of the commands that matter
             guard p.count >= 4 else { return }
             let opcode = p.u16le(1)
+            if opcode == 0x1408, p[3] == 0, p.count >= 7 {  // Read Encryption Key Size
+                let key = ConnectionKey(controller: record.controller, handle: p.u16le(4) & 0x0FFF)
+                connections[key]?.encryptionKeySize = p[6]
+                events.append(.encryptionKeySize(key, size: p[6]))
+            }
             if p[3] != 0, HCINames.commands[opcode] != nil {
                 events.append(.commandFailed(opcode: opcode, status: HCIStatus(p[3])))
             }
@@ -403,10 +428,15 @@ public final class LinkDecoder {
         case 0x2019 where p.count >= 28:  // LE Start Encryption: carries the LTK
             let key = ConnectionKey(controller: record.controller, handle: p.u16le(0) & 0x0FFF)
             let rand = UInt64(p.u32le(2)) | UInt64(p.u32le(6)) << 32
-            events.append(.startEncryption(key, ltk: Secret(Array(p[12..<28]), label: "LTK"), rand: rand, ediv: p.u16le(10)))
+            let ltk = Secret(Array(p[12..<28]), label: "LTK").located(ByteOrigin(record: record.number, offset: 3 + 12, count: 16))
+            events.append(.startEncryption(key, ltk: ltk, rand: rand, ediv: p.u16le(10)))
         case 0x201A where p.count >= 18:  // LE LTK Request Reply: carries the LTK
             let key = ConnectionKey(controller: record.controller, handle: p.u16le(0) & 0x0FFF)
-            events.append(.ltkReply(key, ltk: Secret(Array(p[2..<18]), label: "LTK")))
+            let ltk = Secret(Array(p[2..<18]), label: "LTK").located(ByteOrigin(record: record.number, offset: 3 + 2, count: 16))
+            events.append(.ltkReply(key, ltk: ltk))
+        case 0x040B where p.count >= 22:  // Link Key Request Reply (BR/EDR): carries the link key
+            let linkKey = Secret(Array(p[6..<22]), label: "link key").located(ByteOrigin(record: record.number, offset: 3 + 6, count: 16))
+            events.append(.linkKey(peer: BDAddr(littleEndian: p, at: 0), key: linkKey, fromController: false))
         case 0x201B where p.count >= 2:
             events.append(.ltkNegativeReply(ConnectionKey(controller: record.controller, handle: p.u16le(0) & 0x0FFF)))
         default:

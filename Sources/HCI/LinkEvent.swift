@@ -59,6 +59,11 @@ public enum LinkEvent: Sendable {
     case ltkReply(ConnectionKey, ltk: Secret)
     case ltkNegativeReply(ConnectionKey)
     case startEncryption(ConnectionKey, ltk: Secret, rand: UInt64, ediv: UInt16)
+    /// The key size an encrypted link uses (Read Encryption Key Size, as hosts ask after encrypting).
+    case encryptionKeySize(ConnectionKey, size: UInt8)
+    /// A BR/EDR link key: handed to the host (Link Key Notification) or back to the controller
+    /// (Link Key Request Reply). Classic links share phone captures with LE ones.
+    case linkKey(peer: BDAddr, key: Secret, fromController: Bool)
     case disconnectCommand(ConnectionKey, reason: HCIStatus)
     case createConnection(peer: BDAddr, peerType: UInt8)
     case commandFailed(opcode: UInt16, status: HCIStatus)

@@ -133,6 +133,18 @@ public enum SMPPDU: Sendable, Hashable {
         }
     }
 
+    /// The same PDU with its key (bytes 1-16 of the PDU) located at `origin`, which describes
+    /// the whole PDU.
+    public func located(_ origin: ByteOrigin?) -> SMPPDU {
+        guard let keyOrigin = origin?.slice(1..<17) else { return self }
+        switch self {
+        case .encryptionInformation(let k): return .encryptionInformation(ltk: k.located(keyOrigin))
+        case .identityInformation(let k): return .identityInformation(irk: k.located(keyOrigin))
+        case .signingInformation(let k): return .signingInformation(csrk: k.located(keyOrigin))
+        default: return self
+        }
+    }
+
     /// One line for people; secrets redacted unless `reveal`.
     public func summary(reveal: Bool) -> String {
         switch self {

@@ -85,14 +85,14 @@ public final class ProfileDecoder {
                 guard let bytes = pdu.value else { continue }
                 dispatch(index, ProfileValue(connection: e.connection, characteristic: info.uuid, endpoint: name, handle: handle,
                                              operation: operation, bytes: bytes, frame: record.number,
-                                             firstFrame: record.number, time: record.timestamp))
-            case .operation(.longWrite(let key, let handle, let info, let value, let first, _)),
-                 .operation(.longRead(let key, let handle, let info, let value, let first, _)):
+                                             firstFrame: record.number, time: record.timestamp, origin: e.valueOrigin))
+            case .operation(.longWrite(let key, let handle, let info, let value, let first, _, let origin)),
+                 .operation(.longRead(let key, let handle, let info, let value, let first, _, let origin)):
                 guard let info, let (index, name) = owner(info, handle: handle, table: gatt.table(for: key)?.0) else { continue }
                 let isWrite = if case .operation(.longWrite) = event { true } else { false }
                 dispatch(index, ProfileValue(connection: key, characteristic: info.uuid, endpoint: name, handle: handle,
                                              operation: isWrite ? .write : .read, bytes: value, frame: record.number,
-                                             firstFrame: first, time: record.timestamp))
+                                             firstFrame: first, time: record.timestamp, origin: origin))
             case .link(.disconnection(let info, let reason)):
                 guard let protocols = states.removeValue(forKey: info.key) else { continue }
                 for i in protocols.keys.sorted() {

@@ -21,6 +21,26 @@ public struct ProfileValue: Sendable {
     public var frame: Int
     public var firstFrame: Int
     public var time: Int64
+    /// Where `bytes` lie in the capture, when the pipeline tracks origins: decoders locate the
+    /// secrets they find with it.
+    public var origin: ByteOrigin?
+
+    public init(connection: ConnectionKey, characteristic: BluetoothUUID, endpoint: String?, handle: UInt16,
+                operation: ValueOperation, bytes: [UInt8], frame: Int, firstFrame: Int, time: Int64, origin: ByteOrigin? = nil) {
+        self.connection = connection
+        self.characteristic = characteristic
+        self.endpoint = endpoint
+        self.handle = handle
+        self.operation = operation
+        self.bytes = bytes
+        self.frame = frame
+        self.firstFrame = firstFrame
+        self.time = time
+        self.origin = origin
+    }
+
+    /// The origin of `bytes[range]`, nil when untracked.
+    public func origin(of range: Range<Int>) -> ByteOrigin? { origin?.slice(range) }
 }
 
 /// A device-protocol message, decoded.
@@ -56,6 +76,12 @@ public struct ProfileEvent: Sendable {
     public var time: Int64
     public var handle: UInt16
     public var characteristic: BluetoothUUID
+    /// Where the value it was decoded from lies in the capture (when origins are tracked).
+    public var origin: ByteOrigin?
+    public var operation: ValueOperation
+    /// The value's bytes when no message decoded from them (the audit treats a credential
+    /// characteristic's undecodable value as secret as a whole).
+    public var undecodedValue: [UInt8]?
 
     init(_ v: ProfileValue, protocolName: String, kind: String, message: ProfileMessage?, problems: [ProtocolProblem]) {
         connection = v.connection
@@ -68,6 +94,9 @@ public struct ProfileEvent: Sendable {
         time = v.time
         handle = v.handle
         characteristic = v.characteristic
+        origin = v.origin
+        operation = v.operation
+        undecodedValue = message == nil ? v.bytes : nil
     }
 }
 

@@ -109,13 +109,13 @@ extension Array where Element == GATTEvent {
 
     var longWrites: [(key: ConnectionKey, handle: UInt16, info: HandleInfo?, value: [UInt8], firstFrame: Int, parts: Int)] {
         operations.compactMap {
-            if case .longWrite(let k, let h, let i, let v, let f, let p) = $0 { return (k, h, i, v, f, p) } else { return nil }
+            if case .longWrite(let k, let h, let i, let v, let f, let p, _) = $0 { return (k, h, i, v, f, p) } else { return nil }
         }
     }
 
     var longReads: [(key: ConnectionKey, handle: UInt16, info: HandleInfo?, value: [UInt8], firstFrame: Int, parts: Int)] {
         operations.compactMap {
-            if case .longRead(let k, let h, let i, let v, let f, let p) = $0 { return (k, h, i, v, f, p) } else { return nil }
+            if case .longRead(let k, let h, let i, let v, let f, let p, _) = $0 { return (k, h, i, v, f, p) } else { return nil }
         }
     }
 

@@ -52,8 +52,17 @@ public struct ESPProvisioningProtocol: ConfigurableDeviceProtocol {
         case .config?:
             return payload(v, name: name, kind: "esp.config", event) { plain in
                 var (m, p) = ESPProvisioning.ConfigMessage.decode(plain)
-                if case .setConfig? = m?.payload, security == 0 {
-                    p.append(.init("esp.cleartext-passphrase", "security 0: CmdSetConfig carries the Wi-Fi password in the clear"))
+                if case .setConfig(var c)? = m?.payload {
+                    if security == 0 {
+                        p.append(.init("esp.cleartext-passphrase", "security 0: CmdSetConfig carries the Wi-Fi password in the clear"))
+                    }
+                    // WiFiConfigPayload.cmd_set_config (12) . passphrase (2); encrypted bytes map one
+                    // to one onto the plaintext (AES-CTR), with the keystream as the mask.
+                    if let r = ProtoWire.bytesField([12, 2], in: plain), r.upperBound <= v.bytes.count {
+                        let mask = plain == v.bytes ? nil : zip(v.bytes[r], plain[r]).map { $0 ^ $1 }
+                        c.passphrase = c.passphrase.located(v.origin(of: r), mask: mask)
+                        m?.payload = .setConfig(c)
+                    }
                 }
                 return (m.map { .espConfig($0) }, p)
             }

@@ -19,7 +19,11 @@ public struct NRF7Protocol: DeviceProtocol {
             let (m, p) = NRF7.Info.decode(v.bytes)
             return event("nrf7.info", m.map { .nrf7Info($0) }, p)
         case (NRF7.controlPoint, .write):
-            let (m, p) = NRF7.Request.decode(v.bytes)
+            var (m, p) = NRF7.Request.decode(v.bytes)
+            // Request.config (11) . WifiConfig.passphrase (2)
+            if let passphrase = m?.config?.passphrase, let r = ProtoWire.bytesField([11, 2], in: v.bytes) {
+                m?.config?.passphrase = passphrase.located(v.origin(of: r))
+            }
             return event("nrf7.request", m.map { .nrf7Request($0) }, p)
         case (NRF7.controlPoint, _):
             let (m, p) = NRF7.Response.decode(v.bytes)

@@ -78,6 +78,21 @@ enum ProtoWire {
         return .success(out)
     }
 
+    /// Where the content of the length-delimited field at `path` lies (field numbers from the
+    /// outer message in), the last occurrence at each level as protobuf merges them; nil when
+    /// absent or when the structure is broken. Redaction locates passphrases with it.
+    static func bytesField(_ path: [Int], in b: [UInt8]) -> Range<Int>? {
+        var window = 0..<b.count
+        for number in path {
+            guard let list = try? fields(Array(b[window])).get(),
+                  let f = list.last(where: { $0.number == number && $0.wireType == 2 }) else { return nil }
+            var i = window.lowerBound + f.range.lowerBound
+            guard readVarint(b, &i) != nil, readVarint(b, &i) != nil else { return nil }
+            window = i..<(window.lowerBound + f.range.upperBound)
+        }
+        return window
+    }
+
     struct WireError: Error, CustomStringConvertible {
         var offset: Int
         var reason: String

@@ -17,7 +17,11 @@ public struct SpeakerOTAProtocol: DeviceProtocol {
         }
         switch v.characteristic {
         case SpeakerOTA.credentials:
-            let (c, p) = SpeakerOTA.Credentials.decode(v.bytes)
+            var (c, p) = SpeakerOTA.Credentials.decode(v.bytes)
+            // The password is everything after the first NUL: the value's last bytes.
+            if let password = c?.password {
+                c?.password = password.located(v.origin(of: (v.bytes.count - password.count)..<v.bytes.count))
+            }
             return event("ota.credentials", c.map { .otaCredentials($0) }, p)
         case SpeakerOTA.url:
             let (u, p) = SpeakerOTA.FirmwareURL.decode(v.bytes)
