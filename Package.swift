@@ -16,7 +16,7 @@ let package = Package(
     platforms: [.macOS(.v13)],
     products: [
         .executable(name: "gattlab", targets: ["gattlab"]),
-        .library(name: "GATTLab", targets: ["Capture", "HCI", "ATT", "GATT", "Profiles", "Analysis", "Report", "Transport", "Emulator"]),
+        .library(name: "GATTLab", targets: ["Capture", "HCI", "ATT", "GATT", "Profiles", "Analysis", "Report", "Redact", "Transport", "Emulator"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -54,13 +54,18 @@ let package = Package(
         .target(name: "Emulator", dependencies: ["Profiles", "Transport", "GATT", "ATT", "HCI", "Capture"], swiftSettings: strict),
         // Timelines and diagnoses over the decoded events.
         .target(name: "Analysis", dependencies: ["Profiles", "GATT", "ATT", "HCI", "Capture"], swiftSettings: strict),
+        // Capture redaction: secrets overwritten in place, addresses and names replaced, the result proven.
+        .target(
+            name: "Redact",
+            dependencies: ["Analysis", "Profiles", "GATT", "ATT", "HCI", "Capture", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: strict),
         // Renderers of timelines: text, JSON, HTML, Perfetto.
         .target(name: "Report", dependencies: ["Analysis", "Profiles", "HCI", "Capture"], swiftSettings: strict),
         // Command-line parsing and wiring only.
         .target(
             name: "GATTLabCLI",
             dependencies: [
-                "Capture", "HCI", "ATT", "GATT", "Profiles", "Transport", "Emulator", "Analysis", "Report",
+                "Capture", "HCI", "ATT", "GATT", "Profiles", "Transport", "Emulator", "Analysis", "Report", "Redact",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict),
@@ -75,7 +80,8 @@ let package = Package(
         .testTarget(name: "ProfilesTests", dependencies: ["Profiles", "GATT", "ATT", "HCI", "Capture", "TestSupport"]),
         .testTarget(name: "EmulatorTests", dependencies: ["Emulator", "Transport", "Profiles", "GATT", "ATT", "HCI", "Capture", "TestSupport"]),
         .testTarget(name: "AnalysisTests", dependencies: ["Analysis", "Report", "Emulator", "Profiles", "GATT", "ATT", "HCI", "Capture", "TestSupport"]),
-        .testTarget(name: "GATTLabCLITests", dependencies: ["GATTLabCLI", "GATT", "Capture", "TestSupport"]),
+        .testTarget(name: "RedactTests", dependencies: ["Redact", "Analysis", "Emulator", "Profiles", "GATT", "ATT", "HCI", "Capture", "TestSupport"]),
+        .testTarget(name: "GATTLabCLITests", dependencies: ["GATTLabCLI", "GATT", "Capture", "TestSupport"], exclude: ["Fixtures"]),
     ],
     swiftLanguageModes: [.v6]
 )

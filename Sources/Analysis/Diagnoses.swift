@@ -188,7 +188,7 @@ public enum Diagnoses {
                 if let r = code.retryable { evidence += r ? "; retryable" : "; not retryable" }
                 if code == .httpConnect || code == .httpResponse {
                     if let u = url {
-                        evidence += "; URL scheme \(u.scheme ?? "none"), host \(URLParts.host(u.text).map { ProtocolText.display($0) } ?? "unknown")"
+                        evidence += "; URL scheme \(u.scheme ?? "none"), host \(u.host.map { ProtocolText.display($0) } ?? "unknown")"
                     } else {
                         evidence += "; URL not in the capture"
                     }
@@ -315,7 +315,7 @@ public enum Diagnoses {
     static func plainHTTP(_ c: Context) -> [Hit] {
         c.events.compactMap { e in
             guard case .otaURL(let u)? = e.message, u.scheme?.lowercased() == "http" else { return nil }
-            return Hit(device: e.device, time: e.time, frames: e.frames, evidence: "URL \(ProtocolText.display(u.bytes)) at \(c.seconds(e.time))")
+            return Hit(device: e.device, time: e.time, frames: e.frames, evidence: "URL \(u.display(reveal: false)) at \(c.seconds(e.time))")
         }
     }
 

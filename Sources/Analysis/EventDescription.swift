@@ -29,10 +29,12 @@ enum EventDescription {
             return ("credentials for \"\(ssid)\" (password \(c.password.count) bytes)",
                     [Field("ssid", .string(ssid)), Field("password", .secret(c.password))])
         case .otaURL(let u):
-            var fields = [Field("url", .string(ProtocolText.display(u.bytes)))]
+            let shown = u.display(reveal: false)
+            let url: FieldValue = u.secretParts.isEmpty ? .string(shown) : .partlySecret(redacted: shown, full: Secret(u.bytes, label: "firmware URL"))
+            var fields = [Field("url", url)]
             if let scheme = u.scheme { fields.append(Field("scheme", .string(scheme))) }
-            if let host = URLParts.host(u.text) { fields.append(Field("host", .string(ProtocolText.display(host)))) }
-            return ("firmware URL \(ProtocolText.display(u.bytes))", fields)
+            if let host = u.host { fields.append(Field("host", .string(ProtocolText.display(host)))) }
+            return ("firmware URL \(shown)", fields)
         case .otaControl(let c):
             let name = c.command?.description ?? "unknown command 0x\(Hex.string([c.rawCommand]))"
             return (name, [Field("command", .string(name)), Field("parameter", .int(Int(c.parameter)))])
@@ -150,16 +152,5 @@ enum EventDescription {
         }
         if s.rssi != 0 { summary += ", RSSI \(s.rssi) dBm" }
         return (summary, fields)
-    }
-}
-
-/// The parts of a URL a diagnosis names.
-enum URLParts {
-    static func host(_ url: String) -> String? {
-        guard let r = url.range(of: "://") else { return nil }
-        let rest = url[r.upperBound...]
-        let authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
-        let host = authority.split(separator: "@").last.map(String.init) ?? ""
-        return host.isEmpty ? nil : host
     }
 }

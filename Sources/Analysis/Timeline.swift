@@ -101,6 +101,9 @@ public enum FieldValue: Sendable {
     case double(Double)
     case bool(Bool)
     case secret(Secret)
+    /// Text with secrets inside (a URL with a password): `redacted` shows them as
+    /// `<redacted:N bytes>`, `full` holds all of it for --reveal-secrets.
+    case partlySecret(redacted: String, full: Secret)
     case strings([String])
 }
 

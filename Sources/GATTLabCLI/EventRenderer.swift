@@ -131,10 +131,10 @@ final class EventRenderer {
             } else {
                 line(record, key, style.cyan("GATT MTU \(mtu)") + " (client \(client), server \(server))")
             }
-        case .longWrite(let key, let h, let info, let value, let first, let parts), .longRead(let key, let h, let info, let value, let first, let parts):
+        case .longWrite(let key, let h, let info, let value, let first, let parts, _), .longRead(let key, let h, let info, let value, let first, let parts, _):
             guard passes(key), passes(handle: h, info: info) else { return }
             let isWrite = if case .longWrite = op { true } else { false }
-            let secret = PDUDetails.isSecret(info, name: decoder?.table(for: key)?.0.userDescriptions[h])
+            let secret = PDUDetails.isSecret(info, name: decoder?.table(for: key)?.0.userDescriptions[h], value: value)
             if json {
                 jsonLine(record, type: "gatt", key) {
                     self.field("operation", isWrite ? "long-write" : "long-read")
@@ -250,6 +250,12 @@ final class EventRenderer {
         case .startEncryption(let key, let ltk, _, let ediv):
             return (key, "link", ("start-encryption", "Start encryption LTK=\(ltk.hex(reveal: reveal)) EDIV 0x\(String(ediv, radix: 16))", ">"),
                     [("ltk", ltk.hex(reveal: reveal)), ("ediv", Int(ediv))])
+        case .encryptionKeySize(let key, let size):
+            return (key, "link", ("encryption-key-size", "Encryption key size \(size)", "<"), [("keySize", Int(size))])
+        case .linkKey(let peer, let linkKey, let fromController):
+            return (nil, "link", ("link-key", "\(fromController ? "Link key notification" : "Link key reply") for \(peer) key=\(linkKey.hex(reveal: reveal))",
+                                  fromController ? "<" : ">"),
+                    [("peer", peer.description), ("linkKey", linkKey.hex(reveal: reveal))])
         case .disconnectCommand(let key, let reason):
             return (key, "link", ("disconnect-command", "Host asks to disconnect: \(reason)", ">"), [("reason", Int(reason.rawValue))])
         case .createConnection(let peer, _):

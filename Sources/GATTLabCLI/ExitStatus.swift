@@ -13,6 +13,8 @@ public enum ExitStatus: Int32, CaseIterable {
     case badInput = 65
     /// An input could not be opened.
     case noInput = 66
+    /// GATTLab could not complete the job safely (a redacted file failed its own checks).
+    case software = 70
     /// An output could not be created (exists without --force, no permission).
     case cannotCreate = 73
 
@@ -34,8 +36,9 @@ public enum ExitStatus: Int32, CaseIterable {
             case .finding: 1
             case .badInput: 2
             case .noInput: 3
-            case .cannotCreate: 4
-            case .usage: 5
+            case .software: 4
+            case .cannotCreate: 5
+            case .usage: 6
             }
         }
         return rank(other) > rank(self) ? other : self

@@ -2,6 +2,7 @@ import ATT
 import Capture
 import GATT
 import HCI
+import Profiles
 
 /// How an ATT PDU's fields read, shared by the text and JSON renderers.
 enum PDUDetails {
@@ -12,15 +13,22 @@ enum PDUDetails {
 
     static func handle(_ h: UInt16) -> String { "0x" + String(h, radix: 16).leftPad(4) }
 
-    /// Whether a value must be redacted: it belongs to a characteristic that carries secrets.
-    static func isSecret(_ info: HandleInfo?, name: String? = nil) -> Bool {
+    /// Whether a value must be redacted: it belongs to a characteristic that carries secrets, or
+    /// it is a firmware URL with a password or token in it.
+    /// A part of a long write (`partial`) of a URL cannot be told safe alone: it is redacted.
+    static func isSecret(_ info: HandleInfo?, name: String? = nil, value: [UInt8]? = nil, partial: Bool = false) -> Bool {
         guard let info, info.role == .value else { return false }
+        if info.uuid == SpeakerOTA.url, let value { return partial || !SpeakerOTA.FirmwareURL(bytes: value).secretParts.isEmpty }
         return KnownUUIDs.secretBearing.contains(info.uuid) || name.map(KnownUUIDs.secretBearingNames.contains) == true
     }
 
     /// Whether an ATT event's value must be redacted: by UUID, or by the endpoint name the table read.
     static func isSecret(_ e: ATTEvent, table: AttributeTable?) -> Bool {
-        isSecret(e.info, name: e.handle.flatMap { table?.userDescriptions[$0] })
+        let partial = switch e.pdu {
+        case .prepareWriteRequest?, .prepareWriteResponse?, .readBlobResponse?: true
+        default: false
+        }
+        return isSecret(e.info, name: e.handle.flatMap { table?.userDescriptions[$0] }, value: e.pdu?.value, partial: partial)
     }
 
     /// Printable ASCII of a value, others as '.'.

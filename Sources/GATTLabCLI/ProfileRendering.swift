@@ -27,7 +27,7 @@ extension EventRenderer {
         case .otaCredentials(let c)?:
             return "OTA credentials SSID \"\(c.ssidText)\" password \(reveal ? "\"\(ProtocolText.display(c.password.unsafeBytes))\"" : c.password.redacted)"
         case .otaURL(let u)?:
-            return "OTA URL \(u.text)"
+            return "OTA URL \(u.display(reveal: reveal))"
         case .otaControl(let c)?:
             return "OTA control \(c.command?.description ?? "0x" + Hex.string([c.rawCommand])) (parameter \(c.parameter))"
         case .otaStatus(let s)?:
@@ -88,7 +88,7 @@ extension EventRenderer {
                 o.string("ssid", c.ssidText)
                 o.string("password", self.reveal ? ProtocolText.display(c.password.unsafeBytes) : c.password.redacted)
             case .otaURL(let u)?:
-                o.string("url", u.text)
+                o.string("url", u.display(reveal: reveal))
                 if let s = u.scheme { o.string("scheme", s) }
             case .otaControl(let c)?:
                 o.int("command", Int(c.rawCommand))

@@ -166,21 +166,12 @@ enum TimelineAnalysis {
 
     static func run(paths: [String], jobs: Int, makeDecoder: @escaping () throws -> GATTDecoder,
                     configuration: ProfileConfiguration) -> [Result] {
-        let box = ResultsBox(count: paths.count)
-        let workers = max(1, min(jobs, paths.count))
-        let progress = FilesProgress(total: paths.count)
         // `makeDecoder` only reads the (already validated) options; calling it from several
         // threads at once is safe.
         nonisolated(unsafe) let make = makeDecoder
-        DispatchQueue.concurrentPerform(iterations: workers) { _ in
-            while let i = box.nextIndex() {
-                let r = analyse(paths[i], decoder: (try? make()) ?? GATTDecoder(), configuration: configuration)
-                box.set(i, r)
-                progress.step()
-            }
+        return ParallelCaptures.run(paths: paths, jobs: jobs) { path in
+            analyse(path, decoder: (try? make()) ?? GATTDecoder(), configuration: configuration)
         }
-        progress.finish()
-        return box.results
     }
 
     static func analyse(_ path: String, decoder: GATTDecoder, configuration: ProfileConfiguration) -> Result {
@@ -209,10 +200,28 @@ enum TimelineAnalysis {
     }
 }
 
-final class ResultsBox: @unchecked Sendable {
+/// Independent captures analysed on `jobs` threads, each pulling the next file from a shared
+/// index; results come back in the order of `paths`.
+enum ParallelCaptures {
+    static func run<R: Sendable>(paths: [String], jobs: Int, _ work: @escaping @Sendable (String) -> R) -> [R] {
+        let box = ResultsBox<R>(count: paths.count)
+        let workers = max(1, min(jobs, paths.count))
+        let progress = FilesProgress(total: paths.count)
+        DispatchQueue.concurrentPerform(iterations: workers) { _ in
+            while let i = box.nextIndex() {
+                box.set(i, work(paths[i]))
+                progress.step()
+            }
+        }
+        progress.finish()
+        return box.results
+    }
+}
+
+final class ResultsBox<R: Sendable>: @unchecked Sendable {
     private let lock = NSLock()
     private var next = 0
-    private var slots: [TimelineAnalysis.Result?]
+    private var slots: [R?]
 
     init(count: Int) { slots = Array(repeating: nil, count: count) }
 
@@ -223,12 +232,12 @@ final class ResultsBox: @unchecked Sendable {
         return next - 1
     }
 
-    func set(_ i: Int, _ r: TimelineAnalysis.Result) {
+    func set(_ i: Int, _ r: R) {
         lock.lock(); defer { lock.unlock() }
         slots[i] = r
     }
 
-    var results: [TimelineAnalysis.Result] {
+    var results: [R] {
         lock.lock(); defer { lock.unlock() }
         return slots.compactMap { $0 }
     }

@@ -1,5 +1,6 @@
 import Analysis
 import Capture
+import Profiles
 import HCI
 
 /// How a renderer shows times and secrets.
@@ -189,6 +190,7 @@ public enum TimelineJSON {
         case .double(let d): w.double(d)
         case .bool(let b): w.bool(b)
         case .secret(let s): w.string(options.reveal ? String(decoding: s.unsafeBytes, as: UTF8.self) : s.redacted)
+        case .partlySecret(let redacted, let full): w.string(options.reveal ? ProtocolText.display(full.unsafeBytes) : redacted)
         case .strings(let list): w.beginArray(); list.forEach { w.string($0) }; w.endArray()
         }
     }

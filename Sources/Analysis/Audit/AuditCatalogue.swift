@@ -1,0 +1,28 @@
+/// One audit rule as renderers and documentation see it: SARIF lists every rule of the catalogue
+/// as the tool's rules, whether it fired or not.
+public struct AuditRuleInfo: Sendable, Hashable {
+    /// Stable id, the same as `AuditFinding.id`.
+    public var id: String
+    /// The level a finding of this rule has unless the rule raises it (a very short key).
+    public var defaultSeverity: AuditFinding.Severity
+    public var title: String
+    /// How to fix it.
+    public var fix: String
+
+    public init(id: String, defaultSeverity: AuditFinding.Severity, title: String, fix: String) {
+        self.id = id
+        self.defaultSeverity = defaultSeverity
+        self.title = title
+        self.fix = fix
+    }
+}
+
+/// The public face of `AuditRules.catalogue`.
+public enum AuditCatalogue {
+    /// Every rule, in catalogue order (the order SARIF's `ruleIndex` counts in).
+    public static let rules: [AuditRuleInfo] = AuditRules.catalogue.map {
+        AuditRuleInfo(id: $0.id, defaultSeverity: $0.severity, title: $0.title, fix: $0.fix)
+    }
+
+    public static func rule(id: String) -> AuditRuleInfo? { rules.first { $0.id == id } }
+}

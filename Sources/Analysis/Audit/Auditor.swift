@@ -1,0 +1,399 @@
+import ATT
+import Capture
+import GATT
+import HCI
+import Profiles
+
+/// Audits credential handling in one capture, record by record: how each link was protected
+/// (pairing, encryption, key size), where Wi-Fi credentials, URL secrets and keys went, and which
+/// sensitive commands a link accepted. `finish()` turns what it saw into findings and the
+/// inventory of secrets. Run the decoder with `tracksOrigins` on so that secrets are located.
+///
+/// Memory follows what is found (sightings, one track per connection), not the file's size;
+/// both are capped so that a hostile capture cannot grow them without bound.
+public final class Auditor {
+    public static let maxSightings = 100_000
+    public static let maxConnections = 100_000
+
+    private var report: AuditReport
+    private var tracks: [ConnectionTrack] = []
+    private var live: [ConnectionKey: Int] = [:]
+    private var droppedSightings = 0
+    /// Writes and reads on handles the decoder could not name (no discovery, no --profile).
+    private var unnamedValueRecords: [Int] = []
+
+    /// What one connection showed.
+    final class ConnectionTrack {
+        let key: ConnectionKey
+        var link: AuditLink
+        var encrypted = false
+        var pairingRequest: (features: SMPPDU.PairingFeatures, record: Int)?
+        var pairingResponse: (features: SMPPDU.PairingFeatures, record: Int)?
+        var pairingFailed: (reason: String, record: Int)?
+        /// Credentials sent, with whether the link was encrypted then.
+        var credentialsSent: [(what: String, record: Int, time: Int64, encrypted: Bool)] = []
+        /// OTA control commands and URL writes the device accepted on an unencrypted link.
+        var openCommands: [(what: String, record: Int, time: Int64)] = []
+        /// Writes waiting for their response: (what, record, time), per handle.
+        var pendingWrites: [UInt16: (what: String, record: Int, time: Int64)] = [:]
+        var pendingLongWrite: (what: String, record: Int, time: Int64)?
+        var secretReads: [(what: String, record: Int, time: Int64)] = []
+        var urls: [(url: SpeakerOTA.FirmwareURL, record: Int, time: Int64)] = []
+        var espSecurity: Int?
+        var espNoPoP = false
+        var espRecords: [Int] = []
+        var espTime: Int64?
+        var nrf7Unencrypted: [(what: String, record: Int, time: Int64)] = []
+        /// Prepare Write parts on credential and URL characteristics not executed yet.
+        var prepared: [PreparedPart] = []
+        /// Prepare Write Responses echo their request: request bytes -> the same bytes again.
+        var echoes: [(request: ByteOrigin.Piece, response: ByteOrigin.Piece)] = []
+        /// Handles of the prepared parts' characteristics, for names.
+        var preparedNames: [UInt16: String] = [:]
+
+        init(key: ConnectionKey, link: AuditLink) {
+            self.key = key
+            self.link = link
+        }
+    }
+
+    struct PreparedPart {
+        var handle: UInt16
+        var offset: UInt16
+        var value: [UInt8]
+        var origin: ByteOrigin?
+        var record: Int
+        var time: Int64
+        var encrypted: Bool
+        var credential: Bool
+        var echoed = false
+    }
+
+    /// Characteristics whose long-write parts matter: those carrying credentials, and the URL.
+    static func isSensitive(_ uuid: BluetoothUUID?) -> Bool {
+        guard let uuid else { return false }
+        return uuid == SpeakerOTA.url || KnownUUIDs.secretBearing.contains(uuid)
+    }
+
+    public init(source: String, format: String) {
+        report = AuditReport(source: source, format: format, records: 0)
+    }
+
+    // MARK: Input
+
+    public func consume(_ record: CaptureRecord, gatt: [GATTEvent], profile: [ProfileEvent]) {
+        report.records = record.number
+        for e in gatt {
+            switch e {
+            case .link(let l): consumeLink(l, record: record)
+            case .att(let a): consumeATT(a, record: record)
+            case .operation: break
+            }
+        }
+        for e in profile { consumeProfile(e, record: record) }
+    }
+
+    private func track(_ key: ConnectionKey, record: CaptureRecord, peer: BDAddr? = nil) -> ConnectionTrack {
+        if let i = live[key] { return tracks[i] }
+        let t = ConnectionTrack(key: key, link: AuditLink(connection: key.description, peer: peer?.description, firstRecord: record.number))
+        if tracks.count < Self.maxConnections {
+            live[key] = tracks.count
+            tracks.append(t)
+        }
+        return t
+    }
+
+    private func sighting(_ kind: SecretKind, _ secret: Secret, record: CaptureRecord, connection: ConnectionTrack?,
+                          context: String, overTheAir: Bool) {
+        sighting(kind, secret, at: record.number, time: record.timestamp, connection: connection, context: context, overTheAir: overTheAir)
+    }
+
+    private func sighting(_ kind: SecretKind, _ secret: Secret, at recordNumber: Int, time: Int64, connection: ConnectionTrack?,
+                          context: String, overTheAir: Bool) {
+        guard report.secrets.count < Self.maxSightings else {
+            droppedSightings += 1
+            return
+        }
+        var secret = secret
+        if let connection, var location = secret.location, !connection.echoes.isEmpty {
+            for (index, piece) in location.placements {
+                for echo in connection.echoes where echo.request.record == piece.record {
+                    let lo = max(piece.offset, echo.request.offset), hi = min(piece.offset + piece.count, echo.request.offset + echo.request.count)
+                    guard lo < hi else { continue }
+                    location.copies.append(.init(index: index + lo - piece.offset,
+                                                 piece: .init(record: echo.response.record, offset: echo.response.offset + lo - echo.request.offset, count: hi - lo)))
+                }
+            }
+            secret.location = location
+        }
+        let records = secret.location?.origin.records ?? [recordNumber]
+        report.secrets.append(SecretSighting(kind: kind, secret: secret, records: records.isEmpty ? [recordNumber] : records,
+                                             time: time, connection: connection?.link.connection, context: context,
+                                             overTheAir: overTheAir, linkEncrypted: overTheAir ? connection?.encrypted : nil))
+    }
+
+    private func consumeLink(_ l: LinkEvent, record: CaptureRecord) {
+        switch l {
+        case .connectionComplete(let info):
+            live[info.key] = nil
+            _ = track(info.key, record: record, peer: info.peerAddress ?? info.peripheralAddress)
+        case .disconnection(let info, _):
+            if let i = live[info.key] { flushPrepared(tracks[i], why: "never executed: the link ended") }
+            live[info.key] = nil
+        case .encryptionChange(let key, let enabled, let status, let keySize):
+            guard status.rawValue == 0 else { return }
+            let t = track(key, record: record)
+            t.encrypted = enabled
+            if enabled, t.link.encryptedAtRecord == nil { t.link.encryptedAtRecord = record.number }
+            if let keySize { t.link.keySize = Int(keySize) }
+        case .encryptionKeySize(let key, let size):
+            track(key, record: record).link.keySize = Int(size)
+        case .ltkReply(let key, let ltk):
+            sighting(.ltk, ltk, record: record, connection: track(key, record: record),
+                     context: "HCI LE Long Term Key Request Reply", overTheAir: false)
+        case .startEncryption(let key, let ltk, _, _):
+            sighting(.ltk, ltk, record: record, connection: track(key, record: record),
+                     context: "HCI LE Enable Encryption", overTheAir: false)
+        case .linkKey(let peer, let key, let fromController):
+            sighting(.linkKey, key, record: record, connection: nil,
+                     context: "HCI \(fromController ? "Link Key Notification" : "Link Key Request Reply") for \(peer)", overTheAir: false)
+        case .smp(let key, _, let pdu):
+            let t = track(key, record: record)
+            switch pdu {
+            case .pairingRequest(let f):
+                t.pairingRequest = (f, record.number)
+                t.pairingResponse = nil
+                t.pairingFailed = nil
+            case .pairingResponse(let f):
+                t.pairingResponse = (f, record.number)
+            case .pairingFailed(let reason):
+                t.pairingFailed = (SMPPDU.failureReason(reason), record.number)
+            case .encryptionInformation(let ltk):
+                sighting(.ltk, ltk, record: record, connection: t, context: "SMP Encryption Information", overTheAir: true)
+            case .identityInformation(let irk):
+                sighting(.irk, irk, record: record, connection: t, context: "SMP Identity Information", overTheAir: true)
+            case .signingInformation(let csrk):
+                sighting(.csrk, csrk, record: record, connection: t, context: "SMP Signing Information", overTheAir: true)
+            default:
+                break
+            }
+        default:
+            break
+        }
+    }
+
+    private func consumeATT(_ e: ATTEvent, record: CaptureRecord) {
+        guard let pdu = e.pdu else { return }
+        let t = track(e.connection, record: record)
+        switch pdu {
+        case .writeRequest(let handle, _), .writeCommand(let handle, _), .signedWriteCommand(let handle, _, _):
+            if e.info == nil, unnamedValueRecords.count < Self.maxSightings { unnamedValueRecords.append(record.number) }
+            guard let uuid = e.info?.uuid, uuid == SpeakerOTA.control || uuid == SpeakerOTA.url, !t.encrypted else { return }
+            let what = uuid == SpeakerOTA.url ? "OTA_URL write" : "OTA_CONTROL write"
+            if case .writeRequest = pdu {
+                t.pendingWrites[handle] = (what, record.number, record.timestamp)
+            } else {
+                t.openCommands.append((what + " (no response asked)", record.number, record.timestamp))
+            }
+        case .writeResponse:
+            // The write it answers is the only one outstanding (ATT is one request at a time).
+            if let (handle, w) = t.pendingWrites.first {
+                t.pendingWrites[handle] = nil
+                t.openCommands.append(w)
+            }
+        case .errorResponse(let opcode, let handle, _):
+            if opcode == 0x12 { t.pendingWrites[handle] = nil }
+        case .prepareWriteRequest(let handle, let offset, let value) where Self.isSensitive(e.info?.uuid):
+            guard t.prepared.count < 4096 else { break }
+            t.prepared.append(PreparedPart(handle: handle, offset: offset, value: value, origin: e.valueOrigin, record: record.number,
+                                           time: record.timestamp, encrypted: t.encrypted,
+                                           credential: e.info.map { KnownUUIDs.secretBearing.contains($0.uuid) } ?? false))
+            t.preparedNames[handle] = e.info.flatMap { KnownUUIDs.name($0.uuid) }
+            if !t.encrypted, let uuid = e.info?.uuid, uuid == SpeakerOTA.url || uuid == SpeakerOTA.control {
+                t.pendingLongWrite = (uuid == SpeakerOTA.url ? "OTA_URL long write" : "OTA_CONTROL long write", record.number, record.timestamp)
+            }
+        case .prepareWriteResponse(let handle, let offset, let value):
+            // The server echoes the part: the same bytes cross the air a second time.
+            guard let i = t.prepared.lastIndex(where: { $0.handle == handle && $0.offset == offset && $0.value == value && !$0.echoed }) else { break }
+            t.prepared[i].echoed = true
+            if let request = t.prepared[i].origin, let response = e.valueOrigin, request.count == response.count, t.echoes.count < 65_536 {
+                var ri = 0
+                for p in request.pieces {
+                    if let r = response.slice(ri..<(ri + p.count)) {
+                        var at = 0
+                        for q in r.pieces {
+                            t.echoes.append((.init(record: p.record, offset: p.offset + at, count: q.count), q))
+                            at += q.count
+                        }
+                    }
+                    ri += p.count
+                }
+            }
+        case .executeWriteRequest(let flags):
+            if flags & 1 == 0 {
+                flushPrepared(t, why: "cancelled")
+                t.pendingLongWrite = nil
+            } else {
+                // Executed: the joined value is decoded by its protocol, which locates the secret.
+                t.prepared.removeAll()
+            }
+        case .executeWriteResponse:
+            if let w = t.pendingLongWrite { t.openCommands.append(w) }
+            t.pendingLongWrite = nil
+        default:
+            break
+        }
+    }
+
+    private func consumeProfile(_ e: ProfileEvent, record: CaptureRecord) {
+        let t = track(e.connection, record: record)
+        let characteristic = KnownUUIDs.name(e.characteristic) ?? e.characteristic.description
+        let isRead = e.operation == .read
+        let place = "\(characteristic) \(e.operation.rawValue)"
+        func credential(_ secret: Secret, _ what: String) {
+            sighting(.wifiPassword, secret, record: record, connection: t, context: place, overTheAir: true)
+            if isRead {
+                t.secretReads.append(("\(what) read back from \(characteristic)", e.firstFrame, e.time))
+            } else {
+                t.credentialsSent.append(("\(what) (\(place))", e.firstFrame, e.time, t.encrypted))
+            }
+        }
+        switch e.message {
+        case .otaCredentials(let c)?:
+            credential(c.password, "Wi-Fi password")
+        case .otaURL(let u)?:
+            t.urls.append((u, e.firstFrame, e.time))
+            for part in u.secretParts {
+                let kind: SecretKind = part.part == .password ? .urlPassword : .urlToken
+                let secret = Secret(Array(u.bytes[part.range]), label: kind.title).located(e.origin?.slice(part.range))
+                sighting(kind, secret, record: record, connection: t, context: place, overTheAir: true)
+            }
+        case .otaControl(let c)?:
+            // Commands by Write Command are counted in consumeATT; Write Requests when answered.
+            _ = c
+        case .nrf7Request(let r)?:
+            if !t.encrypted {
+                t.nrf7Unencrypted.append((r.opCode?.description ?? "request", e.firstFrame, e.time))
+            }
+            if let p = r.config?.passphrase { credential(p, "Wi-Fi passphrase (SET_CONFIG)") }
+        case .espVersion(let v)?:
+            if let s = v.securityVersion { t.espSecurity = s }
+            if v.noPoP { t.espNoPoP = true }
+            noteESP(t, e)
+        case .espSession(let s)?:
+            switch s.payload {
+            case .sec0Command, .sec0Response: t.espSecurity = 0
+            case .sec1Command0, .sec1Response0, .sec1Command1, .sec1Response1: t.espSecurity = 1
+            case .sec2: t.espSecurity = 2
+            default: break
+            }
+            noteESP(t, e)
+        case .espConfig(let m)?:
+            if case .setConfig(let c) = m.payload {
+                if t.espSecurity == 1 || c.passphrase.location?.mask != nil {
+                    // Encrypted by the session (security 1): the password did not cross the air in the clear.
+                    sighting(.wifiPassword, c.passphrase, record: record, connection: t, context: place + " (decrypted, security 1)", overTheAir: true)
+                } else {
+                    credential(c.passphrase, "Wi-Fi passphrase (CmdSetConfig)")
+                }
+            }
+        case nil:
+            // A value of a credential characteristic that did not decode: all of it is secret.
+            guard let bytes = e.undecodedValue, !bytes.isEmpty, KnownUUIDs.secretBearing.contains(e.characteristic) else { return }
+            let secret = Secret(bytes, label: "credential value").located(e.origin)
+            sighting(.credentialValue, secret, record: record, connection: t, context: place + " (did not decode)", overTheAir: true)
+            if isRead {
+                t.secretReads.append(("credential value read back from \(characteristic)", e.firstFrame, e.time))
+            } else {
+                t.credentialsSent.append(("credential value (\(place), did not decode)", e.firstFrame, e.time, t.encrypted))
+            }
+        default:
+            break
+        }
+    }
+
+    /// Prepared parts that were never joined (cancelled, refused, cut off by a disconnection):
+    /// their bytes crossed the air all the same. On a credential characteristic each part is
+    /// secret as a whole (a part alone cannot be told apart into SSID and password).
+    private func flushPrepared(_ t: ConnectionTrack, why: String) {
+        let parts = t.prepared.filter(\.credential)
+        t.prepared.removeAll()
+        for p in parts where !p.value.isEmpty {
+            let name = t.preparedNames[p.handle] ?? "handle 0x\(String(p.handle, radix: 16))"
+            let secret = Secret(p.value, label: "credential value").located(p.origin)
+            sighting(.credentialValue, secret, at: p.record, time: p.time, connection: t, context: "\(name) prepare write, \(why)", overTheAir: true)
+            t.credentialsSent.append(("part of a credential value (\(name) prepare write, \(why))", p.record, p.time, p.encrypted))
+        }
+    }
+
+    private func noteESP(_ t: ConnectionTrack, _ e: ProfileEvent) {
+        if t.espRecords.count < 8 { t.espRecords.append(e.firstFrame) }
+        if t.espTime == nil { t.espTime = e.time }
+    }
+
+    // MARK: Findings
+
+    public func finish() -> AuditReport {
+        for t in tracks { flushPrepared(t, why: "never executed before the capture ended") }
+        var r = report
+        for t in tracks {
+            t.link.pairing = pairingSummary(t)
+            r.links.append(t.link)
+            r.findings += AuditRules.findings(for: t)
+        }
+        if !r.secrets.isEmpty {
+            var counts: [SecretKind: Int] = [:]
+            for s in r.secrets where !s.alreadyRedacted { counts[s.kind, default: 0] += 1 }
+            let redacted = r.secrets.filter(\.alreadyRedacted).count
+            let list = SecretKind.allCases.compactMap { k in counts[k].map { "\($0) × \(k.title)" } }
+            if !list.isEmpty, let first = r.secrets.first(where: { !$0.alreadyRedacted }) {
+                r.findings.append(finding("capture.holds-secrets",
+                    "\(list.joined(separator: ", "))\(redacted > 0 ? "; \(redacted) already redacted" : "")\(droppedSightings > 0 ? "; \(droppedSightings) more not listed" : "")",
+                    connection: first.connection, records: first.records, time: first.time))
+            }
+        }
+        if !unnamedValueRecords.isEmpty {
+            r.findings.append(finding("audit.unknown-handles",
+                "\(unnamedValueRecords.count) writes go to handles the capture never discovered: credentials among them cannot be recognised",
+                connection: nil, records: Array(unnamedValueRecords.prefix(8)), time: nil))
+        }
+        r.findings.sort { ($0.records.first ?? 0, $1.severity) < ($1.records.first ?? 0, $0.severity) }
+        return r
+    }
+
+    private func finding(_ id: String, _ evidence: String, connection: String?, records: [Int], time: Int64?) -> AuditFinding {
+        let rule = AuditRules.rule(id)
+        return AuditFinding(id: id, severity: rule.severity, title: rule.title, evidence: evidence, fix: rule.fix,
+                            connection: connection, records: records, time: time)
+    }
+
+    private func pairingSummary(_ t: ConnectionTrack) -> PairingSummary? {
+        guard let req = t.pairingRequest else { return nil }
+        let rsp = t.pairingResponse
+        let a = req.features, b = rsp?.features
+        let sc = a.secureConnections && (b?.secureConnections ?? false)
+        let mitm = a.mitm || (b?.mitm ?? false)
+        let method = b.map { PairingMethod.of(initiator: a, responder: $0, secureConnections: sc) } ?? "unknown (no Pairing Response)"
+        return PairingSummary(secureConnections: sc, mitm: mitm, bonding: a.bonding && (b?.bonding ?? false), method: method,
+                              keySize: Int(min(a.maxKeySize, b?.maxKeySize ?? a.maxKeySize)),
+                              records: [req.record] + (rsp.map { [$0.record] } ?? []), failed: t.pairingFailed?.reason)
+    }
+}
+
+/// The association model a Pairing Request and Response select (Core 5.4 Vol 3 Part H 2.3.5.1).
+enum PairingMethod {
+    static func of(initiator a: SMPPDU.PairingFeatures, responder b: SMPPDU.PairingFeatures, secureConnections sc: Bool) -> String {
+        if sc ? (a.oobDataPresent || b.oobDataPresent) : (a.oobDataPresent && b.oobDataPresent) { return "Out of Band" }
+        if !a.mitm && !b.mitm { return "Just Works" }
+        let i = a.ioCapability, r = b.ioCapability
+        guard i <= 4, r <= 4 else { return "Just Works" }
+        if i == 3 || r == 3 { return "Just Works" }
+        let pair = Set([i, r])
+        switch pair {
+        case [0], [0, 1]: return "Just Works"
+        case [1]: return sc ? "Numeric Comparison" : "Just Works"
+        case [1, 4], [4]: return sc ? "Numeric Comparison" : "Passkey Entry"
+        default: return "Passkey Entry"
+        }
+    }
+}

@@ -1,0 +1,179 @@
+import Analysis
+import ArgumentParser
+import Capture
+import Foundation
+import GATT
+import Redact
+import Report
+
+struct RedactCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "redact",
+        abstract: "Write a copy of a capture with every secret overwritten, safe to share.",
+        discussion: """
+            Finds every secret the capture holds (Wi-Fi passwords in the speaker, nRF7 and ESP-IDF \
+            protocols, passwords and tokens in firmware URLs, LTKs, IRKs, CSRKs, BR/EDR link keys) \
+            and overwrites each in place with '*' bytes of the same length, so framing, lengths and \
+            the record count stay valid and Wireshark opens the result as it opened the original. \
+            ESP-IDF security 1 passwords are found when --esp-pop/--esp-client-key decrypt the \
+            session; they are rewritten so that they decrypt to '*'. Link-layer CRCs of sniffed \
+            packets are corrected.
+
+            Before the copy takes the name OUT it is checked: no byte sequence of any secret found \
+            is left anywhere in it; GATTLab and tshark read the same records and ATT structure; an \
+            audit of it finds only redacted values. A copy that fails is deleted (exit 70).
+
+            IN is never modified; an existing OUT is replaced only with --force; the copy is \
+            written beside OUT and renamed, so an interrupted run leaves no half-written capture \
+            under OUT's name. A damaged input is refused (exit 65): what follows the damage could \
+            not be checked.
+
+            --anonymize-addresses replaces device addresses consistently (the same address gets \
+            the same stand-in everywhere in the file; random per run unless --anonymize-seed); \
+            --replace-names also replaces advertised and GATT device names.
+
+            Examples:
+              gattlab redact field.btsnoop -o field-shareable.btsnoop
+              gattlab redact --anonymize-addresses --replace-names field.pcapng -o share.pcapng
+            """)
+
+    @Argument(help: ArgumentHelp("The capture to redact (never modified).", valueName: "in"))
+    var input: String
+
+    @Option(name: [.customShort("o"), .long], help: ArgumentHelp("Where to write the redacted capture (same format).", valueName: "out"))
+    var output: String
+
+    @Flag(name: .long, help: "Replace OUT if it exists.")
+    var force = false
+
+    @Flag(name: .customLong("anonymize-addresses"), help: "Replace device addresses by consistent stand-ins.")
+    var anonymizeAddresses = false
+
+    @Flag(name: .customLong("replace-names"), help: "With --anonymize-addresses: replace device names too (kept by default).")
+    var replaceNames = false
+
+    @Option(name: .customLong("anonymize-seed"), help: ArgumentHelp(
+        "Make the address stand-ins reproducible (the same seed maps the same address the same way in every file).", valueName: "text"))
+    var anonymizeSeed: String?
+
+    @Flag(name: .customLong("no-tshark"), help: "Skip the check that tshark reads the output as it read the input.")
+    var noTshark = false
+
+    @Option(name: .long, help: "Report format: text or json.")
+    var format: OutputFormatOption = .text
+
+    @OptionGroup var options: DecodeOptions
+
+    func validate() throws {
+        if input == "-" || output == "-" { throw ValidationError("redact reads and writes files, not standard input or output") }
+        if replaceNames && !anonymizeAddresses { throw ValidationError("--replace-names goes with --anonymize-addresses") }
+        if anonymizeSeed != nil && !anonymizeAddresses { throw ValidationError("--anonymize-seed goes with --anonymize-addresses") }
+    }
+
+    func run() throws {
+        guard FileManager.default.fileExists(atPath: input) else {
+            printError("gattlab: error: \(input): no such file")
+            throw ExitStatus.noInput.exitCode
+        }
+        if Self.sameFile(input, output) {
+            printError("gattlab: error: \(output) is the input; redact never overwrites its input: choose another output")
+            throw ExitStatus.usage.exitCode
+        }
+        if FileManager.default.fileExists(atPath: output), !force {
+            printError("gattlab: error: \(output) exists; add --force to replace it")
+            throw ExitStatus.cannotCreate.exitCode
+        }
+        _ = try options.makeDecoder()
+        var redaction = RedactionOptions()
+        redaction.anonymizeAddresses = anonymizeAddresses
+        redaction.replaceNames = replaceNames
+        redaction.anonymizationKey = anonymizeSeed.map(RedactionOptions.anonymizationKey(seed:))
+        redaction.configuration = options.profileConfiguration()
+        if !noTshark {
+            redaction.tshark = Self.findTshark()
+            if redaction.tshark == nil {
+                printError("gattlab: warning: tshark not found: the Wireshark check is skipped (install tshark, or pass --no-tshark to silence this)")
+            }
+        }
+        let decodeOptions = options
+        let outcome: RedactionOutcome
+        do {
+            outcome = try Redactor.redact(input: input, output: output, options: redaction) {
+                (try? decodeOptions.makeDecoder()) ?? GATTDecoder()
+            }
+        } catch {
+            switch error {
+            case .input(let e):
+                printError("gattlab: error: \(e.description); nothing written (redaction needs the whole file: salvage the intact part with `gattlab convert` first)")
+                throw ExitStatus.of(e).exitCode
+            case .output(let m):
+                printError("gattlab: error: \(m)")
+                throw ExitStatus.cannotCreate.exitCode
+            case .verification, .internalError:
+                printError("gattlab: error: \(input): \(error.description)")
+                throw ExitStatus.software.exitCode
+            }
+        }
+        let text = format == .json ? Self.json(outcome, reveal: options.revealSecrets) : Self.text(outcome, reveal: options.revealSecrets)
+        let out = OutputStream()
+        out.write(text)
+        out.flush()
+    }
+
+    static func sameFile(_ a: String, _ b: String) -> Bool {
+        var sa = stat(), sb = stat()
+        guard stat(a, &sa) == 0, stat(b, &sb) == 0 else {
+            return URL(fileURLWithPath: a).standardizedFileURL.path == URL(fileURLWithPath: b).standardizedFileURL.path
+        }
+        return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino
+    }
+
+    static func findTshark() -> String? {
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+        return path.split(separator: ":").map { "\($0)/tshark" }.first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+
+    static func text(_ o: RedactionOutcome, reveal: Bool) -> String {
+        var s = "wrote \(o.output) (\(o.format), \(o.records) records) from \(o.input)\n"
+        if o.secrets.isEmpty {
+            s += "no secret values found\n"
+        } else {
+            s += "redacted \(o.secrets.count) secret value\(o.secrets.count == 1 ? "" : "s") (\(o.bytesChanged) bytes in \(o.recordsChanged) records):\n"
+            for x in o.secrets {
+                let value = reveal ? " was \(ProtocolTextReveal.show(x.secret))" : ""
+                s += "  \(x.kind.title), \(x.secret.count) bytes, record\(x.records.count == 1 ? "" : "s") \(x.records.map(String.init).joined(separator: ",")) (\(x.context))\(value)\n"
+            }
+        }
+        if o.strayCopies > 0 { s += "also overwrote \(o.strayCopies) stray cop\(o.strayCopies == 1 ? "y" : "ies") of secret values outside decoded fields\n" }
+        if o.addressesMapped > 0 || o.namesReplaced > 0 {
+            s += "replaced \(o.addressesMapped) device address\(o.addressesMapped == 1 ? "" : "es") and \(o.namesReplaced) name\(o.namesReplaced == 1 ? "" : "s")\n"
+        }
+        s += "checks:\n"
+        for c in o.checks { s += "  \(c.passed ? "ok  " : "FAIL") \(c.name): \(c.detail)\n" }
+        return s
+    }
+
+    static func json(_ o: RedactionOutcome, reveal: Bool) -> String {
+        func q(_ s: String) -> String { JSONString.quote(s) }
+        let secrets = o.secrets.map { x in
+            "{\"kind\":\(q(x.kind.rawValue)),\"length\":\(x.secret.count),\"records\":[\(x.records.map(String.init).joined(separator: ","))],"
+                + "\"context\":\(q(x.context)),\"value\":\(q(reveal ? ProtocolTextReveal.show(x.secret) : x.secret.redacted))}"
+        }
+        let checks = o.checks.map { "{\"name\":\(q($0.name)),\"passed\":\($0.passed),\"detail\":\(q($0.detail))}" }
+        return "{\"schema\":\"gattlab.redact/1\",\"input\":\(q(o.input)),\"output\":\(q(o.output)),\"format\":\(q(o.format)),"
+            + "\"records\":\(o.records),\"secrets\":[\(secrets.joined(separator: ","))],\"strayCopies\":\(o.strayCopies),"
+            + "\"recordsChanged\":\(o.recordsChanged),\"bytesChanged\":\(o.bytesChanged),\"addressesReplaced\":\(o.addressesMapped),"
+            + "\"namesReplaced\":\(o.namesReplaced),\"checks\":[\(checks.joined(separator: ","))]}\n"
+    }
+}
+
+/// A revealed secret for people: text when it is printable UTF-8, else hex.
+enum ProtocolTextReveal {
+    static func show(_ s: Secret) -> String {
+        let bytes = s.unsafeBytes
+        if let text = String(validating: bytes, as: UTF8.self), !text.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
+            return text
+        }
+        return Hex.string(bytes)
+    }
+}

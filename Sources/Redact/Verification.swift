@@ -1,0 +1,97 @@
+import Analysis
+import Capture
+import Foundation
+import GATT
+
+extension Redactor {
+    /// The checks a redacted copy must pass before it is kept.
+    static func verify(_ path: String, input: String, before: Analysis, options: RedactionOptions,
+                       makeDecoder: () -> GATTDecoder, outcome: RedactionOutcome) throws(RedactionError) -> [RedactionCheck] {
+        var checks: [RedactionCheck] = []
+
+        // 1. No byte sequence of a secret (or of a replaced address or name) is left anywhere.
+        var patterns: [(what: String, bytes: [UInt8])] = []
+        var skipped = 0
+        for s in outcome.secrets {
+            let v = s.secret.unsafeBytes
+            if searchable(v) { patterns.append(("\(s.kind.title) of record \(s.records.first ?? 0)", v)) } else { skipped += 1 }
+        }
+        for r in before.anonymizer?.replacements() ?? [] where r.from.count >= 6 { patterns.append(("an original address or name", r.from)) }
+        let hits = search(path, for: patterns)
+        checks.append(RedactionCheck(
+            name: "no secret bytes left", passed: hits.isEmpty,
+            detail: hits.isEmpty
+                ? "searched the whole file for \(patterns.count) values\(skipped > 0 ? " (\(skipped) too short or too uniform to search for; overwritten where decoded)" : "")"
+                : hits.prefix(5).map { "\($0.what) still at byte \($0.offset)" }.joined(separator: ", ")))
+
+        // 2. GATTLab reads the same records and structure, and finds only redacted values.
+        let after = try analyse(path, options: options, makeDecoder: makeDecoder, anonymize: false)
+        let sameStructure = after.records == before.records && after.structure == before.structure
+        checks.append(RedactionCheck(
+            name: "same records and ATT/SMP structure (GATTLab)", passed: sameStructure,
+            detail: sameStructure ? "\(after.records) records" : "\(before.records) records before, \(after.records) after; ATT/SMP structure \(after.structure == before.structure ? "equal" : "differs")"))
+        let leftover = after.report.secrets.filter { !$0.alreadyRedacted }
+        checks.append(RedactionCheck(
+            name: "audit finds no secret values", passed: leftover.isEmpty,
+            detail: leftover.isEmpty ? "\(after.report.secrets.count) secret fields, all redacted"
+                : leftover.prefix(5).map { "\($0.kind.title) at record \($0.records.first ?? 0)" }.joined(separator: ", ")))
+
+        // 3. Wireshark reads the same records and ATT structure.
+        if let tshark = options.tshark {
+            let a = tsharkStructure(tshark, input), b = tsharkStructure(tshark, path)
+            let passed = a.error == nil && b.error == nil && a.lines == b.lines
+            var detail = "\(a.lines.count) records, ATT and SMP fields equal"
+            if let e = a.error ?? b.error { detail = e } else if !passed {
+                let firstDiff = zip(a.lines, b.lines).enumerated().first { $0.element.0 != $0.element.1 }?.offset ?? min(a.lines.count, b.lines.count)
+                detail = "\(a.lines.count) records before, \(b.lines.count) after; first difference at record \(firstDiff + 1)"
+            }
+            checks.append(RedactionCheck(name: "same records and ATT structure (tshark)", passed: passed, detail: detail))
+        }
+        return checks
+    }
+
+    /// Every occurrence of the patterns in the file, read in blocks that overlap by the longest
+    /// pattern so nothing straddling a block boundary is missed.
+    static func search(_ path: String, for patterns: [(what: String, bytes: [UInt8])]) -> [(what: String, offset: Int64)] {
+        guard !patterns.isEmpty, let handle = FileHandle(forReadingAtPath: path) else { return [] }
+        defer { try? handle.close() }
+        let overlap = (patterns.map(\.bytes.count).max() ?? 1) - 1
+        var hits: [(String, Int64)] = []
+        var carry: [UInt8] = []
+        var base: Int64 = 0
+        while let chunk = try? handle.read(upToCount: 1 << 20), !chunk.isEmpty {
+            let window = carry + Array(chunk)
+            for p in patterns {
+                var i = 0
+                while i <= window.count - p.bytes.count {
+                    if window[i] == p.bytes[0], window[i..<(i + p.bytes.count)].elementsEqual(p.bytes) {
+                        let at = base + Int64(i)
+                        // A hit wholly inside the carried overlap was found in the previous block.
+                        if i + p.bytes.count > carry.count { hits.append((p.what, at)) }
+                    }
+                    i += 1
+                }
+            }
+            let keep = min(overlap, window.count)
+            carry = Array(window.suffix(keep))
+            base += Int64(window.count - keep)
+        }
+        return hits
+    }
+
+    /// tshark's view of what redaction must not change: per record its length and ATT and SMP fields.
+    static func tsharkStructure(_ tshark: String, _ path: String) -> (lines: [String], error: String?) {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: tshark)
+        p.arguments = ["-r", path, "-T", "fields", "-E", "occurrence=a", "-e", "frame.number", "-e", "frame.len",
+                       "-e", "btatt.opcode", "-e", "btatt.handle", "-e", "btsmp.opcode", "-e", "_ws.malformed"]
+        let out = Pipe()
+        p.standardOutput = out
+        p.standardError = FileHandle.nullDevice
+        do { try p.run() } catch { return ([], "tshark could not run: \(error.localizedDescription)") }
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        let text = String(decoding: data, as: UTF8.self)
+        return (text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init), nil)
+    }
+}

@@ -1,0 +1,80 @@
+import Analysis
+import Capture
+import GATT
+import HCI
+import Profiles
+import Redact
+import XCTest
+
+/// Origins are what redaction trusts: every located secret and every ATT value must point at
+/// exactly its own bytes in the records, on every capture the project has.
+final class OriginTests: XCTestCase {
+    func testByteOriginSliceAndAppend() {
+        var o = ByteOrigin(record: 3, offset: 10, count: 4)
+        o.append(ByteOrigin(record: 3, offset: 14, count: 2))  // adjacent: merged
+        o.append(ByteOrigin(record: 5, offset: 0, count: 6))
+        XCTAssertEqual(o.pieces.count, 2)
+        XCTAssertEqual(o.count, 12)
+        XCTAssertEqual(o.slice(4..<8)?.pieces, [.init(record: 3, offset: 14, count: 2), .init(record: 5, offset: 0, count: 2)])
+        XCTAssertEqual(o.slice(0..<0)?.count, 0)
+        XCTAssertNil(o.slice(10..<13))
+        XCTAssertNil(o.slice(-1..<2))
+        XCTAssertEqual(o.records, [3, 5])
+    }
+
+    func testSecretsAndValuesPointAtTheirBytes() throws {
+        let keys = ProfileConfiguration(
+            espProofOfPossession: Secret(Array("abcd1234".utf8), label: "PoP"),
+            espClientPrivateKey: Secret(hexBytes("e85ef1d7abd8e3b078cbfa1e2f08681421ce54995e227725d010d973846dc60f"), label: "key"))
+        var secretsChecked = 0, valuesChecked = 0
+        for path in try Files.projectCaptures() + Files.realCaptures() {
+            let records = try Files.recordData(path)
+            let reader = try openCapture(path)
+            let decoder = GATTDecoder()
+            decoder.tracksOrigins = true
+            let profiles = ProfileDecoder(configuration: keys)
+            let auditor = Auditor(source: path, format: "")
+            let name = URL(fileURLWithPath: path).lastPathComponent
+            while let record = try reader.next() {
+                decoder.consume(record)
+                profiles.consume(decoder, record: record)
+                auditor.consume(record, gatt: decoder.events, profile: profiles.events)
+                for case .att(let e) in decoder.events {
+                    guard let value = e.pdu?.value else { continue }
+                    guard let origin = e.valueOrigin else {
+                        XCTFail("\(name) record \(record.number): ATT value without an origin")
+                        continue
+                    }
+                    XCTAssertEqual(Files.bytes(at: origin, in: records), value, "\(name) record \(record.number)")
+                    valuesChecked += 1
+                }
+            }
+            for s in auditor.finish().secrets {
+                guard let location = s.secret.location else {
+                    XCTFail("\(name): \(s.kind) at record \(s.records) (\(s.context)) has no location")
+                    continue
+                }
+                guard var bytes = Files.bytes(at: location.origin, in: records) else {
+                    XCTFail("\(name): \(s.kind) origin outside its records")
+                    continue
+                }
+                if let mask = location.mask { bytes = zip(bytes, mask).map { $0 ^ $1 } }
+                XCTAssertEqual(bytes, s.secret.unsafeBytes, "\(name): \(s.kind) (\(s.context)) at \(location.origin.pieces)")
+                secretsChecked += 1
+            }
+        }
+        XCTAssertGreaterThan(secretsChecked, 60, "the captures hold passwords and keys")
+        XCTAssertGreaterThan(valuesChecked, 10_000)
+        print("origins: \(secretsChecked) secrets and \(valuesChecked) ATT values point at their own bytes")
+    }
+}
+
+func hexBytes(_ s: String) -> [UInt8] {
+    var out: [UInt8] = []
+    var i = s.startIndex
+    while i < s.endIndex, let j = s.index(i, offsetBy: 2, limitedBy: s.endIndex), let b = UInt8(s[i..<j], radix: 16) {
+        out.append(b)
+        i = j
+    }
+    return out
+}
