@@ -234,7 +234,7 @@ struct ESPPhoneSession {
         stream = s
         // The emulator's own test key, printed so the recording can be decrypted (a real phone's
         // key is a secret: esp_prov prints it only in its verbose log).
-        log.add("session (security 1): established; decrypt with --esp-pop \(pop) --esp-client-key \(Hex.string(privateKey, separator: ""))")
+        log.add("session (security 1\(pop.isEmpty ? ", no PoP" : "")): established; decrypt with \(pop.isEmpty ? "" : "--esp-pop \(pop) ")--esp-client-key \(Hex.string(privateKey, separator: ""))")
         return true
     }
 
