@@ -50,14 +50,16 @@ public actor EmulatedLink: TimedATTBearer, LinkControl {
     /// The start of every recording: 2025-06-01 10:00:00 UTC.
     public static let epoch: Int64 = 1_748_772_000_000_000
 
-    public init(seed: UInt64, timing: LinkTiming = LinkTiming(), device factory: DeviceFactory) {
+    /// `handle` is the HCI connection handle every connection of this link gets (0x0040 unless
+    /// several links share one recording).
+    public init(seed: UInt64, timing: LinkTiming = LinkTiming(), handle: UInt16 = 0x0040, device factory: DeviceFactory) {
         self.seed = seed
         self.timing = timing
         var random = SeededRandom(seed: seed)
         let scheduler = VirtualScheduler(start: Self.epoch + random.below(1_000_000))
         self.scheduler = scheduler
         device = factory(scheduler, seed)
-        recorder = HCIRecorder(handle: 0x0040, aclBufferSize: timing.aclBufferSize)
+        recorder = HCIRecorder(handle: handle & 0x0FFF, aclBufferSize: timing.aclBufferSize)
         // A static random address (top two bits set), little-endian as HCI carries it.
         var address = (0..<6).map { _ in UInt8(truncatingIfNeeded: random.next()) }
         address[5] |= 0xC0
