@@ -140,7 +140,7 @@ public actor EmulatedLink: TimedATTBearer, LinkControl {
     public func resumeEncryption() -> Bool {
         guard connected, let bond else { return false }
         tick()
-        startEncryption(rand: bond.rand, ediv: bond.ediv, key: bond.ltk)
+        startEncryption(rand: bond.rand, ediv: bond.ediv, key: bond.ltk.unsafeBytes)
         readKeySize(bond.keySize)
         return true
     }

@@ -1,3 +1,5 @@
+import Capture
+
 /// How the phone and the emulated device pair (Security Manager, Core Vol 3 Part H), as
 /// `LinkControl.pair(_:)` records it. The phone is the central and initiator; the values given
 /// here for the device are what it answers in its Pairing Response.
@@ -42,10 +44,10 @@ public struct PairingOptions: Sendable, Hashable {
     /// The device's keys as given (16 bytes; shorter is zero-padded, used as given, not cut to
     /// `keySize`); nil derives them from the link's seeded random. `ltk` is the LTK of a Secure
     /// Connections pairing, or the one the device distributes in legacy pairing. The phone's own
-    /// keys are always derived.
-    public var ltk: [UInt8]?
-    public var irk: [UInt8]?
-    public var csrk: [UInt8]?
+    /// keys are always derived. Kept as `Secret`s (the initializer takes bytes).
+    public var ltk: Secret?
+    public var irk: Secret?
+    public var csrk: Secret?
     /// Whether the phone sets the Secure Connections bit in its Pairing Request (every phone
     /// since Android 6 and iOS 9 does; legacy pairing then happens because the device does not).
     /// Without it the pairing is legacy whatever `method` says.
@@ -61,9 +63,9 @@ public struct PairingOptions: Sendable, Hashable {
         self.keySize = keySize
         self.centralKeys = centralKeys
         self.peripheralKeys = peripheralKeys
-        self.ltk = ltk
-        self.irk = irk
-        self.csrk = csrk
+        self.ltk = ltk.map { Secret($0, label: "LTK") }
+        self.irk = irk.map { Secret($0, label: "IRK") }
+        self.csrk = csrk.map { Secret($0, label: "CSRK") }
         self.phoneOffersSecureConnections = phoneOffersSecureConnections
     }
 
@@ -153,7 +155,7 @@ enum SMPEncoding {
 /// The keys a bonded phone keeps to encrypt a later connection with `EmulatedLink.resumeEncryption()`:
 /// the LTK with the EDIV and Rand that identify it (both 0 for Secure Connections).
 public struct BondedKeys: Sendable, Hashable {
-    public var ltk: [UInt8]
+    public var ltk: Secret
     public var ediv: UInt16
     public var rand: UInt64
     /// The key size the pairing agreed on.
@@ -191,6 +193,7 @@ struct PairingPlan {
         /// octets zero; little-endian, so the last ones).
         func key() -> [UInt8] { bytes(16).enumerated().map { $0.offset < size ? $0.element : 0 } }
         func smp(_ sent: Bool, _ pdu: [UInt8]) { steps.append(.smp(sent: sent, pdu)) }
+        func given(_ key: Secret?) -> [UInt8]? { key.map { SMPEncoding.sixteen($0.unsafeBytes) } }
 
         let sc = options.usesSecureConnections
         let association = options.resultingAssociation
@@ -218,9 +221,9 @@ struct PairingPlan {
             }
             smp(true, SMPEncoding.pairingDHKeyCheck(bytes(16)))
             smp(false, SMPEncoding.pairingDHKeyCheck(bytes(16)))
-            let ltk = options.ltk.map(SMPEncoding.sixteen) ?? key()
+            let ltk = given(options.ltk) ?? key()
             steps.append(.encrypt(rand: 0, ediv: 0, key: ltk))
-            if options.bonding { bond = BondedKeys(ltk: ltk, ediv: 0, rand: 0, keySize: size) }
+            if options.bonding { bond = BondedKeys(ltk: Secret(ltk, label: "LTK"), ediv: 0, rand: 0, keySize: size) }
         } else {
             if association == .passkeyEntry { steps.append(.pause(Self.passkeyTime)) }
             smp(true, SMPEncoding.pairingConfirm(bytes(16)))
@@ -235,20 +238,20 @@ struct PairingPlan {
         for device in [true, false] {
             let keys = device ? options.peripheralKeys : options.centralKeys
             if keys.contains(.encKey), !sc {
-                let ltk = device ? options.ltk.map(SMPEncoding.sixteen) ?? key() : key()
+                let ltk = device ? given(options.ltk) ?? key() : key()
                 let ediv = UInt16(truncatingIfNeeded: random.next())
                 let rand = random.next()
                 smp(!device, SMPEncoding.encryptionInformation(ltk: ltk))
                 smp(!device, SMPEncoding.centralIdentification(ediv: ediv, rand: rand))
                 // The central re-encrypts with the key the peripheral gave it.
-                if device, options.bonding { bond = BondedKeys(ltk: ltk, ediv: ediv, rand: rand, keySize: size) }
+                if device, options.bonding { bond = BondedKeys(ltk: Secret(ltk, label: "LTK"), ediv: ediv, rand: rand, keySize: size) }
             }
             if keys.contains(.idKey) {
-                smp(!device, SMPEncoding.identityInformation(irk: device ? options.irk.map(SMPEncoding.sixteen) ?? bytes(16) : bytes(16)))
+                smp(!device, SMPEncoding.identityInformation(irk: device ? given(options.irk) ?? bytes(16) : bytes(16)))
                 smp(!device, SMPEncoding.identityAddressInformation(type: device ? 0x01 : 0x00, address: device ? deviceAddress : phoneAddress))
             }
             if keys.contains(.signKey) {
-                smp(!device, SMPEncoding.signingInformation(csrk: device ? options.csrk.map(SMPEncoding.sixteen) ?? bytes(16) : bytes(16)))
+                smp(!device, SMPEncoding.signingInformation(csrk: device ? given(options.csrk) ?? bytes(16) : bytes(16)))
             }
         }
     }

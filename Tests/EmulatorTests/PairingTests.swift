@@ -114,7 +114,8 @@ final class PairingTests: XCTestCase {
         let encrypted = await link.withDevice { $0.server.encrypted }
         XCTAssertTrue(encrypted)
         let bond = await link.bond
-        XCTAssertEqual(bond, BondedKeys(ltk: Self.ltk, ediv: 0, rand: 0, keySize: 16))
+        XCTAssertEqual(bond, BondedKeys(ltk: Secret(Self.ltk, label: "LTK"), ediv: 0, rand: 0, keySize: 16))
+        XCTAssertFalse("\(options) \(String(describing: bond))".contains("LTK-MARKER"), "keys print redacted")
     }
 
     func testLegacyJustWorksDistributesTheLTK() async throws {
@@ -143,7 +144,7 @@ final class PairingTests: XCTestCase {
         let ediv = UInt16(ident[1]) | UInt16(ident[2]) << 8
         let rand = (0..<8).reduce(UInt64(0)) { $0 | UInt64(ident[3 + $1]) << (8 * UInt64($1)) }
         let bond = await link.bond
-        XCTAssertEqual(bond, BondedKeys(ltk: Self.ltk, ediv: ediv, rand: rand, keySize: 7))
+        XCTAssertEqual(bond, BondedKeys(ltk: Secret(Self.ltk, label: "LTK"), ediv: ediv, rand: rand, keySize: 7))
 
         // A bonded reconnection encrypts with that LTK, EDIV and Rand.
         await link.close()
