@@ -7,7 +7,9 @@ import Profiles
 public struct ESPConfiguration: Sendable, Hashable {
     /// Security scheme: 0 (plaintext) or 1 (X25519 + AES-CTR with a proof of possession).
     public var security = 1
-    /// The proof of possession printed on the device's label (security 1). Empty: `no_pop`.
+    /// The proof of possession printed on the device's label (security 1). Empty: security 1
+    /// without one (ESP-IDF's `no_pop` capability in proto-ver), the session key is then the
+    /// X25519 shared secret alone, and anyone who sees the handshake can run it too.
     public var proofOfPossession = "abcd1234"
     /// The networks around it; nil takes `WiFiEnvironment.neighbourhood(seed:)`.
     public var environment: WiFiEnvironment?

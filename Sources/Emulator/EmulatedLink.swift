@@ -7,6 +7,10 @@ public protocol LinkControl: Sendable {
     func connect() async
     /// Encrypts the link, as pairing or a bonded reconnection does (Encryption Change).
     func encrypt() async
+    /// Pairs with the Security Manager and records it as a phone's HCI log shows it: SMP on
+    /// CID 6, LE Enable Encryption, Encryption Change, Read Encryption Key Size, key distribution.
+    /// The link is encrypted afterwards, as `encrypt()` leaves it.
+    func pair(_ options: PairingOptions) async
     /// Whether the link is up.
     func isConnected() async -> Bool
 }
@@ -37,6 +41,8 @@ public actor EmulatedLink: TimedATTBearer, LinkControl {
     private var inbox: [[UInt8]] = []
     private var connected = false
     private let peer: [UInt8]
+    /// The keys of the last pairing that bonded, for `resumeEncryption()`.
+    public private(set) var bond: BondedKeys?
     /// Records ATT PDUs each way, for tests.
     public private(set) var sentPDUs: [[UInt8]] = []
     public private(set) var receivedPDUs: [[UInt8]] = []
@@ -44,14 +50,16 @@ public actor EmulatedLink: TimedATTBearer, LinkControl {
     /// The start of every recording: 2025-06-01 10:00:00 UTC.
     public static let epoch: Int64 = 1_748_772_000_000_000
 
-    public init(seed: UInt64, timing: LinkTiming = LinkTiming(), device factory: DeviceFactory) {
+    /// `handle` is the HCI connection handle every connection of this link gets (0x0040 unless
+    /// several links share one recording).
+    public init(seed: UInt64, timing: LinkTiming = LinkTiming(), handle: UInt16 = 0x0040, device factory: DeviceFactory) {
         self.seed = seed
         self.timing = timing
         var random = SeededRandom(seed: seed)
         let scheduler = VirtualScheduler(start: Self.epoch + random.below(1_000_000))
         self.scheduler = scheduler
         device = factory(scheduler, seed)
-        recorder = HCIRecorder(handle: 0x0040, aclBufferSize: timing.aclBufferSize)
+        recorder = HCIRecorder(handle: handle & 0x0FFF, aclBufferSize: timing.aclBufferSize)
         // A static random address (top two bits set), little-endian as HCI carries it.
         var address = (0..<6).map { _ in UInt8(truncatingIfNeeded: random.next()) }
         address[5] |= 0xC0
@@ -89,6 +97,71 @@ public actor EmulatedLink: TimedATTBearer, LinkControl {
         tick(4)
         device.server.encrypted = true
         recorder.encryptionChange(at: scheduler.now)
+    }
+
+    public func pair(_ options: PairingOptions) {
+        guard connected else { return }
+        tick()
+        // The phone's public address, the same for every pairing of this link.
+        var r = SeededRandom(seed: seed &+ 13)
+        let phoneAddress = (0..<6).map { _ in UInt8(truncatingIfNeeded: r.next()) }
+        let plan = PairingPlan(options, random: &random, deviceAddress: peer, phoneAddress: phoneAddress)
+        for step in plan.steps {
+            runTimers(upTo: scheduler.now)
+            guard connected else { return }
+            switch step {
+            case .smp(let sent, let pdu):
+                if sent {
+                    let fragments = recorder.smp(pdu, sent: true, at: scheduler.now)
+                    tick()
+                    recorder.completedPackets(fragments, at: scheduler.now)
+                } else {
+                    // An answer, or the next PDU of a run the device sends: an interval on.
+                    tick()
+                    recorder.smp(pdu, sent: false, at: scheduler.now)
+                }
+            case .pause(let time):
+                runTimers(upTo: scheduler.now + time)
+                scheduler.advance(to: scheduler.now + time)
+            case .encrypt(let rand, let ediv, let key):
+                tick()
+                startEncryption(rand: rand, ediv: ediv, key: key)
+            case .readKeySize(let size):
+                readKeySize(size)
+            }
+        }
+        if let bond = plan.bond { self.bond = bond }
+    }
+
+    /// A bonded phone encrypting a later connection with the LTK of `bond` (LE Enable Encryption
+    /// with its EDIV and Rand, Encryption Change, Read Encryption Key Size), as Android does
+    /// when it reconnects to a bonded device. False without a bond or a link.
+    @discardableResult
+    public func resumeEncryption() -> Bool {
+        guard connected, let bond else { return false }
+        tick()
+        startEncryption(rand: bond.rand, ediv: bond.ediv, key: bond.ltk.unsafeBytes)
+        readKeySize(bond.keySize)
+        return true
+    }
+
+    /// LE Enable Encryption, its Command Status, and Encryption Change about two intervals later;
+    /// the device's server is encrypted from then on.
+    private func startEncryption(rand: UInt64, ediv: UInt16, key: [UInt8]) {
+        recorder.startEncryption(rand: rand, ediv: ediv, key: key, at: scheduler.now)
+        recorder.commandStatus(0x2019, at: scheduler.now + 400)
+        tick(2)
+        device.server.encrypted = true
+        recorder.encryptionChange(at: scheduler.now)
+    }
+
+    /// HCI Read Encryption Key Size and its Command Complete (Android asks after every
+    /// Encryption Change).
+    private func readKeySize(_ size: Int) {
+        scheduler.advance(to: scheduler.now + 300)
+        recorder.readEncryptionKeySize(at: scheduler.now)
+        scheduler.advance(to: scheduler.now + 500)
+        recorder.commandComplete(0x1408, [0x00] + recorder.handleBytes + [UInt8(min(16, max(0, size)))], at: scheduler.now)
     }
 
     public func isConnected() -> Bool { connected }

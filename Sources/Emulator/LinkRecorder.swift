@@ -83,10 +83,47 @@ struct HCIRecorder {
         event(0x13, [0x01] + handleBytes + [UInt8(count & 0xFF), UInt8(count >> 8)], at: time)
     }
 
+    /// An HCI command the controller accepted with Command Status (0x0F): status 0, one command
+    /// packet allowed, the opcode.
+    mutating func commandStatus(_ opcode: UInt16, at time: Int64) {
+        event(0x0F, [0x00, 0x01, UInt8(opcode & 0xFF), UInt8(opcode >> 8)], at: time)
+    }
+
+    /// Command Complete (0x0E): one command packet allowed, the opcode, then the return
+    /// parameters (status first).
+    mutating func commandComplete(_ opcode: UInt16, _ returnParameters: [UInt8], at time: Int64) {
+        event(0x0E, [0x01, UInt8(opcode & 0xFF), UInt8(opcode >> 8)] + returnParameters, at: time)
+    }
+
+    /// LE Enable Encryption (0x2019, "LE Start Encryption" in older specs): handle, Rand (8),
+    /// EDIV (2), the key (16), all little-endian as HCI carries them.
+    mutating func startEncryption(rand: UInt64, ediv: UInt16, key: [UInt8], at time: Int64) {
+        let randBytes = (0..<8).map { UInt8(truncatingIfNeeded: rand >> (8 * $0)) }
+        command(0x2019, handleBytes + randBytes + [UInt8(ediv & 0xFF), UInt8(ediv >> 8)] + key, at: time)
+    }
+
+    /// HCI Read Encryption Key Size (0x1408): the handle.
+    mutating func readEncryptionKeySize(at time: Int64) {
+        command(0x1408, handleBytes, at: time)
+    }
+
     /// One ATT PDU on CID 4, fragmented; returns the number of ACL packets.
     @discardableResult
     mutating func att(_ pdu: [UInt8], sent: Bool, at time: Int64) -> Int {
-        let l2cap = [UInt8(pdu.count & 0xFF), UInt8(pdu.count >> 8), 0x04, 0x00] + pdu
+        l2cap(pdu, cid: 0x0004, sent: sent, at: time)
+    }
+
+    /// One SMP PDU on CID 6, fragmented; returns the number of ACL packets.
+    @discardableResult
+    mutating func smp(_ pdu: [UInt8], sent: Bool, at time: Int64) -> Int {
+        l2cap(pdu, cid: 0x0006, sent: sent, at: time)
+    }
+
+    /// One L2CAP basic frame on a fixed channel (length, CID, payload), fragmented at the
+    /// controller's ACL buffer size; returns the number of ACL packets.
+    @discardableResult
+    mutating func l2cap(_ payload: [UInt8], cid: UInt16, sent: Bool, at time: Int64) -> Int {
+        let l2cap = [UInt8(payload.count & 0xFF), UInt8(payload.count >> 8), UInt8(cid & 0xFF), UInt8(cid >> 8)] + payload
         var offset = 0
         var count = 0
         let size = max(1, aclBufferSize)

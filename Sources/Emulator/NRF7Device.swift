@@ -15,6 +15,9 @@ public struct NRF7Configuration: Sendable, Hashable {
     public var scanDuration: Int64 = 2_000_000
     /// The protocol version Info reports.
     public var version: UInt32 = 1
+    /// The Control Point and both CCCDs need an encrypted link, as Nordic's sample builds them.
+    /// False is a misconfigured firmware: provisioning works on a plain link, passphrase and all.
+    public var controlPointNeedsEncryption = true
     public init() {}
 }
 
@@ -61,9 +64,11 @@ public final class NRF7Device: DeviceModel {
         server.unencryptedAccessError = .insufficientAuthentication
         controlHandle = server.valueHandle(of: NRF7.controlPoint) ?? 14
         dataOutHandle = server.valueHandle(of: NRF7.dataOut) ?? 17
-        server.setPermissions([.write, .writeEncrypted], for: controlHandle)
-        for h in [controlHandle, dataOutHandle] {
-            if let cccd = server.cccd(of: h) { server.setPermissions([.read, .write, .writeEncrypted], for: cccd) }
+        if configuration.controlPointNeedsEncryption {
+            server.setPermissions([.write, .writeEncrypted], for: controlHandle)
+            for h in [controlHandle, dataOutHandle] {
+                if let cccd = server.cccd(of: h) { server.setPermissions([.read, .write, .writeEncrypted], for: cccd) }
+            }
         }
         server.onWrite(controlHandle) { [weak self] _, w in
             guard let self else { return .unlikelyError }  // the server outlived its model

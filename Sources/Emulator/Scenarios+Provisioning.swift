@@ -140,13 +140,16 @@ struct ESPPhoneSession {
     let log: Log
     let security: Int
     let pop: String
+    /// The phone's X25519 private key for security 1.
+    let clientPrivateKey: [UInt8]
     var stream: ESPSecurity1.Stream?
 
-    init(central: ScriptedCentral, log: Log, security: Int, pop: String) {
+    init(central: ScriptedCentral, log: Log, security: Int, pop: String, clientPrivateKey: [UInt8] = Scenario.espClientPrivateKey) {
         self.central = central
         self.log = log
         self.security = security
         self.pop = pop
+        self.clientPrivateKey = clientPrivateKey
     }
 
     /// One request and its response in the clear (proto-ver, prov-session); nil when refused.
@@ -210,7 +213,7 @@ struct ESPPhoneSession {
             log.add("session (security 0): \(answer == nil ? "refused" : "established")")
             return answer != nil
         }
-        let privateKey = Scenario.espClientPrivateKey
+        let privateKey = clientPrivateKey
         guard let publicKey = ESPSecurity1.publicKey(privateKey: privateKey),
               let bytes0 = try await exchange(.session, ESPProvisioning.SessionMessage(.sec1Command0(clientPublicKey: publicKey)).encode()),
               case .sec1Response0(_, let devicePublic, let random)? = ESPProvisioning.SessionMessage.decode(bytes0).0?.payload,
@@ -234,7 +237,7 @@ struct ESPPhoneSession {
         stream = s
         // The emulator's own test key, printed so the recording can be decrypted (a real phone's
         // key is a secret: esp_prov prints it only in its verbose log).
-        log.add("session (security 1): established; decrypt with --esp-pop \(pop) --esp-client-key \(Hex.string(privateKey, separator: ""))")
+        log.add("session (security 1\(pop.isEmpty ? ", no PoP" : "")): established; decrypt with \(pop.isEmpty ? "" : "--esp-pop \(pop) ")--esp-client-key \(Hex.string(privateKey, separator: ""))")
         return true
     }
 

@@ -76,7 +76,7 @@ public struct Scenario: Sendable {
                with { $0.delayedNotifications = [0: 8_500_000] }),
         sensor("sensor-mtu23-only", "a stack that stays at MTU 23: the answer in 20-byte chunks",
                SensorConfiguration()).serving(mtu: 23),
-    ] + provisioningScenarios
+    ] + provisioningScenarios + auditScenarios
 
     /// The same scenario on a device whose stack accepts at most `mtu`.
     func serving(mtu: UInt16) -> Scenario {
@@ -110,10 +110,12 @@ extension Scenario {
     static let firmwareURL = SpeakerOTA.FirmwareURL("https://fw.chaoticvolt.example/speaker/v2.4.1.bin")
 
     static func speaker(_ name: String, _ summary: String, _ configuration: SpeakerConfiguration, reboot: Bool,
-                        validate: Bool = true) -> Scenario {
+                        validate: Bool = true, pairing: PairingOptions? = nil, url: SpeakerOTA.FirmwareURL = firmwareURL,
+                        readBackCredentials: Bool = false) -> Scenario {
         Scenario(name: name, summary: summary, device: { mtu in SpeakerDevice.factory(configuration, serverMTU: mtu) }) {
             central, mtu, log async throws(CentralError) in
-            try await speakerSession(central, mtu: mtu, log: log, configuration: configuration, reboot: reboot, validate: validate)
+            try await speakerSession(central, mtu: mtu, log: log, configuration: configuration, reboot: reboot, validate: validate,
+                                     pairing: pairing, url: url, readBackCredentials: readBackCredentials)
         }
     }
 
@@ -130,9 +132,16 @@ extension Scenario {
         try await central.subscribe(uuid)
     }
 
+    /// The app's update flow. `pairing`: the app bonds right after subscribing; `url`: the
+    /// firmware URL it sends; `readBackCredentials`: it reads OTA_CREDENTIALS after writing them.
     static func speakerSession(_ central: ScriptedCentral, mtu: UInt16, log: Log, configuration: SpeakerConfiguration,
-                               reboot: Bool, validate: Bool = true) async throws(CentralError) {
+                               reboot: Bool, validate: Bool = true, pairing: PairingOptions? = nil,
+                               url: SpeakerOTA.FirmwareURL = firmwareURL, readBackCredentials: Bool = false) async throws(CentralError) {
         try await open(central, mtu: mtu, log: log, subscribeTo: SpeakerOTA.status)
+        if let pairing {
+            await central.pair(pairing)
+            log.add("paired (\(pairing.usesSecureConnections ? "Secure Connections" : "legacy"), \(pairing.resultingAssociation), key size \(pairing.agreedKeySize)); link encrypted")
+        }
         let initial = status(try await central.read(SpeakerOTA.status))
         log.add("status \(initial?.state?.description ?? "?")")
         if let e = try await central.write(SpeakerOTA.credentials, credentials.encode()) {
@@ -146,7 +155,11 @@ extension Scenario {
             }
         }
         _ = try await central.nextNotification(SpeakerOTA.status, within: 2_000_000)
-        try await central.write(SpeakerOTA.url, firmwareURL.encode())
+        if readBackCredentials {
+            let back = try await central.read(SpeakerOTA.credentials)
+            log.add("credentials read back: \(back.count) bytes")
+        }
+        try await central.write(SpeakerOTA.url, url.encode())
         _ = try await central.nextNotification(SpeakerOTA.status, within: 2_000_000)
         try await central.write(SpeakerOTA.control, SpeakerOTA.ControlCommand(.start).encode())
         log.add("START")

@@ -53,6 +53,9 @@ public actor ScriptedCentral {
 
     public func encrypt() async { await bearer.encrypt() }
 
+    /// Pairs (SMP, then encryption and key distribution); see `LinkControl.pair(_:)`.
+    public func pair(_ options: PairingOptions) async { await bearer.pair(options) }
+
     public func isConnected() async -> Bool { await bearer.isConnected() }
 
     public func wait(_ microseconds: Int64) async throws(CentralError) {

@@ -31,6 +31,9 @@ public struct SpeakerConfiguration: Sendable, Hashable {
     public var disconnectAt: SpeakerOTA.State?
     /// OTA_CREDENTIALS answers Insufficient Encryption until the link is encrypted.
     public var credentialsNeedEncryption = false
+    /// A firmware bug: OTA_CREDENTIALS is readable (its declaration says Read too), and a Read
+    /// returns what was written, "SSID\0password".
+    public var credentialsReadable = false
     /// Without VALIDATE this long after the reboot, the device rolls back by itself.
     public var validateTimeout: Int64 = 120_000_000
     public init() {}
@@ -72,7 +75,11 @@ public final class SpeakerDevice: DeviceModel {
         self.configuration = configuration
         random = SeededRandom(seed: seed &+ 1)
         rssi = Int8(-40 - Int(random.below(30)))
-        let table = BuiltInProfiles.table(named: "speaker")?.table ?? AttributeTable()
+        var table = BuiltInProfiles.table(named: "speaker")?.table ?? AttributeTable()
+        if configuration.credentialsReadable,
+           let c = table.characteristics.values.first(where: { $0.uuid == SpeakerOTA.credentials }) {
+            table.addCharacteristic(declaration: c.declarationHandle, properties: c.properties | 0x02, valueHandle: c.valueHandle, uuid: c.uuid)
+        }
         server = GATTServer(table: table, serverMTU: serverMTU, values: [
             3: Array("CV-Speaker".utf8), 5: [0x41, 0x08],
             12: [0x00, 0x32, 0x00, 0x00],  // DSP settings
@@ -83,7 +90,9 @@ public final class SpeakerDevice: DeviceModel {
         controlHandle = server.valueHandle(of: SpeakerOTA.control) ?? 18
         server.setValue(status.encode(), for: statusHandle)
         if configuration.credentialsNeedEncryption {
-            server.setPermissions([.write, .writeEncrypted], for: credentialsHandle)
+            var p: AttributePermissions = [.write, .writeEncrypted]
+            if configuration.credentialsReadable { p.formUnion([.read, .readEncrypted]) }
+            server.setPermissions(p, for: credentialsHandle)
         }
         server.onWrite(credentialsHandle) { [weak self] _, w in
             guard let self else { return .unlikelyError }  // the server outlived its model

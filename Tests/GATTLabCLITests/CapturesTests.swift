@@ -51,7 +51,8 @@ final class CapturesTests: XCTestCase {
                 // Encrypted without the keys; decrypted with them, and the password still redacted.
                 let config = Harness.jsonLines(r.stdout, type: "protocol").filter { $0["kind"] as? String == "esp.config" }
                 XCTAssertTrue(!config.isEmpty && config.allSatisfy { $0["encrypted"] as? Bool == true }, name)
-                let keys = ["--esp-pop", "abcd1234", "--esp-client-key", Self.espClientKey]
+                // A device without a PoP (no_pop) takes the client key alone.
+                let keys = (name.contains("no-pop") ? [] : ["--esp-pop", "abcd1234"]) + ["--esp-client-key", Self.espClientKey]
                 let d = try Harness.gattlab(["decode", "--format", "json"] + keys + [path])
                 let lines = Harness.jsonLines(d.stdout, type: "protocol")
                 XCTAssertTrue(lines.contains { $0["msgName"] as? String == "CmdSetConfig" && ($0["passphrase"] as? String)?.hasPrefix("<redacted:") == true }, name)

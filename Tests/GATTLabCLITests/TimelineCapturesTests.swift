@@ -27,6 +27,12 @@ final class TimelineCapturesTests: XCTestCase {
         "esp-sec0-5ghz-ssid": ["esp.connection-failed", "protocol.esp.security0"],
         "esp-sec1-provision": [], "esp-sec1-wrong-password": [], "esp-sec1-wrong-pop": ["esp.session-refused"],
         "speaker-ota-demo": ["ota.link-dropped", "ota.url-plain-http"],
+        // Audit scenarios: the timeline diagnoses delivery, not credential handling, so pairing
+        // method, key size and a read-back password are the audit's to find; plain http and
+        // no_pop are already timeline findings.
+        "speaker-secure-ota": [], "speaker-legacy-pairing": [], "speaker-sc-justworks": [], "speaker-credentials-readback": [],
+        "speaker-url-secrets": ["ota.url-plain-http"], "esp-sec1-no-pop": ["protocol.esp.no-pop"],
+        "nrf7-open-control-point": ["nrf7.response-missing@23"],
     ]
 
     func captures() -> [String] {
