@@ -92,6 +92,6 @@ extension Redactor {
         let data = out.fileHandleForReading.readDataToEndOfFile()
         p.waitUntilExit()
         let text = String(decoding: data, as: UTF8.self)
-        return (text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init), nil)
+        return (text.split(separator: "\n").map(String.init), nil)
     }
 }

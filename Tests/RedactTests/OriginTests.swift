@@ -4,6 +4,7 @@ import GATT
 import HCI
 import Profiles
 import Redact
+import TestSupport
 import XCTest
 
 /// Origins are what redaction trusts: every located secret and every ATT value must point at

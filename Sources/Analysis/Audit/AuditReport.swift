@@ -128,8 +128,10 @@ public struct AuditLink: Sendable {
     /// Record of the first Encryption Change that enabled encryption.
     public var encryptedAtRecord: Int?
     public var keySize: Int?
-    /// What the SMP exchange negotiated, when the capture holds it.
-    public var pairing: PairingSummary?
+    /// What the last SMP exchange negotiated, when the capture holds it.
+    public var pairing: PairingSummary? { pairings.last }
+    /// Every pairing on the connection, in order (a failed one, then a retry).
+    public var pairings: [PairingSummary] = []
 
     public init(connection: String, peer: String?, firstRecord: Int) {
         self.connection = connection
@@ -148,6 +150,15 @@ public struct PairingSummary: Sendable, Hashable {
     public var keySize: Int
     public var records: [Int]
     public var failed: String?
+    /// The IO capabilities the two sides declared (initiator, responder).
+    public var ioCapabilities: (initiator: String, responder: String)?
+
+    public static func == (a: PairingSummary, b: PairingSummary) -> Bool {
+        a.secureConnections == b.secureConnections && a.mitm == b.mitm && a.bonding == b.bonding && a.method == b.method
+            && a.keySize == b.keySize && a.records == b.records && a.failed == b.failed
+    }
+
+    public func hash(into h: inout Hasher) { h.combine(records) }
 }
 
 /// The filler `gattlab redact` writes over secret bytes, and how to recognise it.

@@ -77,19 +77,21 @@ enum AuditRules {
             }
         }
 
-        // Pairing.
-        if let p = t.link.pairing, let request = t.pairingRequest?.features, let response = t.pairingResponse?.features, p.failed == nil {
-            let what = "\(p.secureConnections ? "LE Secure Connections" : "LE legacy") pairing, \(p.method)"
-            let time: Int64? = nil
-            if p.method == "Just Works" {
-                add("pairing.just-works", "\(what) on \(connection) (IO capabilities \(request.ioCapabilityName) / \(response.ioCapabilityName))", p.records, time)
-            }
-            if !p.secureConnections {
-                add("pairing.legacy", "\(what) on \(connection): the SC flag is not set by both sides", p.records, time)
-            }
-            if !p.mitm {
-                add("pairing.no-mitm", "the MITM flag is off in both Pairing Request and Response on \(connection)", p.records, time)
-            }
+        // Pairing: every exchange that got a response and did not fail; one finding per kind.
+        let pairings = t.link.pairings.filter { $0.failed == nil && $0.ioCapabilities != nil }
+        func pairingFinding(_ id: String, _ matches: [PairingSummary], _ say: (PairingSummary) -> String) {
+            guard let first = matches.first else { return }
+            add(id, say(first) + (matches.count > 1 ? " (\(matches.count) pairings)" : ""), matches.flatMap(\.records), nil)
+        }
+        func what(_ p: PairingSummary) -> String { "\(p.secureConnections ? "LE Secure Connections" : "LE legacy") pairing, \(p.method)" }
+        pairingFinding("pairing.just-works", pairings.filter { $0.method == "Just Works" }) { p in
+            "\(what(p)) on \(connection) (IO capabilities \(p.ioCapabilities.map { "\($0.initiator) / \($0.responder)" } ?? "unknown"))"
+        }
+        pairingFinding("pairing.legacy", pairings.filter { !$0.secureConnections }) { p in
+            "\(what(p)) on \(connection): the SC flag is not set by both sides"
+        }
+        pairingFinding("pairing.no-mitm", pairings.filter { !$0.mitm }) { _ in
+            "the MITM flag is off in both Pairing Request and Response on \(connection)"
         }
         if let size = t.link.keySize ?? (t.link.encryptedAtRecord != nil ? t.link.pairing.map(\.keySize) : nil), size < 16 {
             let records = [t.link.encryptedAtRecord, t.link.pairing?.records.last].compactMap { $0 }

@@ -161,6 +161,7 @@ public final class Auditor {
             let t = track(key, record: record)
             switch pdu {
             case .pairingRequest(let f):
+                finishPairing(t)
                 t.pairingRequest = (f, record.number)
                 t.pairingResponse = nil
                 t.pairingFailed = nil
@@ -337,7 +338,7 @@ public final class Auditor {
         for t in tracks { flushPrepared(t, why: "never executed before the capture ended") }
         var r = report
         for t in tracks {
-            t.link.pairing = pairingSummary(t)
+            finishPairing(t)
             r.links.append(t.link)
             r.findings += AuditRules.findings(for: t)
         }
@@ -367,6 +368,14 @@ public final class Auditor {
                             connection: connection, records: records, time: time)
     }
 
+    /// Closes the pairing in progress (a new Pairing Request or the end) into the link's list.
+    private func finishPairing(_ t: ConnectionTrack) {
+        if let p = pairingSummary(t) { t.link.pairings.append(p) }
+        t.pairingRequest = nil
+        t.pairingResponse = nil
+        t.pairingFailed = nil
+    }
+
     private func pairingSummary(_ t: ConnectionTrack) -> PairingSummary? {
         guard let req = t.pairingRequest else { return nil }
         let rsp = t.pairingResponse
@@ -376,7 +385,8 @@ public final class Auditor {
         let method = b.map { PairingMethod.of(initiator: a, responder: $0, secureConnections: sc) } ?? "unknown (no Pairing Response)"
         return PairingSummary(secureConnections: sc, mitm: mitm, bonding: a.bonding && (b?.bonding ?? false), method: method,
                               keySize: Int(min(a.maxKeySize, b?.maxKeySize ?? a.maxKeySize)),
-                              records: [req.record] + (rsp.map { [$0.record] } ?? []), failed: t.pairingFailed?.reason)
+                              records: [req.record] + (rsp.map { [$0.record] } ?? []), failed: t.pairingFailed?.reason,
+                              ioCapabilities: b.map { (a.ioCapabilityName, $0.ioCapabilityName) })
     }
 }
 

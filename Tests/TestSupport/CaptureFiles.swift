@@ -1,16 +1,14 @@
 import Capture
 import Foundation
-import GATT
-import XCTest
 
-/// The project's and the shared real captures, and tools the checks compare against.
-enum Files {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+/// The project's and the shared real captures, and the tools tests compare against.
+public enum Files {
+    public static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent()
-    static let realFolder = root.deletingLastPathComponent().appendingPathComponent("shared/captures/real")
+    public static let realFolder = root.deletingLastPathComponent().appendingPathComponent("shared/captures/real")
 
     /// Captures/ (the demo and every emulator scenario).
-    static func projectCaptures() throws -> [String] {
+    public static func projectCaptures() throws -> [String] {
         let folders = [root.appendingPathComponent("Captures"), root.appendingPathComponent("Captures/emulated")]
         let found = folders.flatMap { dir in
             ((try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? [])
@@ -21,7 +19,7 @@ enum Files {
     }
 
     /// ../shared/captures/real, as listed in its MANIFEST.tsv.
-    static func realCaptures() throws -> [String] {
+    public static func realCaptures() throws -> [String] {
         let manifest = realFolder.appendingPathComponent("MANIFEST.tsv")
         guard let text = try? String(contentsOf: manifest, encoding: .utf8) else {
             throw TestSetupError("\(manifest.path) not found: the tests need ../shared beside the clone")
@@ -30,21 +28,21 @@ enum Files {
             .map { realFolder.appendingPathComponent(String($0)).path }
     }
 
-    static var tshark: String {
+    public static var tshark: String {
         get throws {
             for p in ["/usr/bin/tshark", "/usr/local/bin/tshark"] where FileManager.default.isExecutableFile(atPath: p) { return p }
             throw TestSetupError("tshark is not installed: run `make setup` (apt-get install tshark)")
         }
     }
 
-    static func temporaryDirectory() throws -> URL {
+    public static func temporaryDirectory() throws -> URL {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("gattlab-redact-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         return dir
     }
 
     /// Every record's data (after the format's headers), by record number: test captures are small.
-    static func recordData(_ path: String) throws -> [Int: [UInt8]] {
+    public static func recordData(_ path: String) throws -> [Int: [UInt8]] {
         let reader = try openCapture(path)
         var out: [Int: [UInt8]] = [:]
         while let r = try reader.next() { out[r.number] = Array(r.data) }
@@ -52,7 +50,7 @@ enum Files {
     }
 
     /// The bytes an origin points at.
-    static func bytes(at origin: ByteOrigin, in records: [Int: [UInt8]]) -> [UInt8]? {
+    public static func bytes(at origin: ByteOrigin, in records: [Int: [UInt8]]) -> [UInt8]? {
         var out: [UInt8] = []
         for p in origin.pieces {
             guard let d = records[p.record], p.offset >= 0, p.offset + p.count <= d.count else { return nil }
@@ -62,7 +60,7 @@ enum Files {
     }
 }
 
-struct TestSetupError: Error, CustomStringConvertible {
-    var description: String
-    init(_ d: String) { description = d }
+public struct TestSetupError: Error, CustomStringConvertible {
+    public var description: String
+    public init(_ d: String) { description = d }
 }
