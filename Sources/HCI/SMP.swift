@@ -28,6 +28,16 @@ public enum SMPPDU: Sendable, Hashable {
         public var initiatorKeyDistribution: UInt8
         public var responderKeyDistribution: UInt8
 
+        public init(ioCapability: UInt8, oobDataPresent: Bool, authReq: UInt8, maxKeySize: UInt8,
+                    initiatorKeyDistribution: UInt8, responderKeyDistribution: UInt8) {
+            self.ioCapability = ioCapability
+            self.oobDataPresent = oobDataPresent
+            self.authReq = authReq
+            self.maxKeySize = maxKeySize
+            self.initiatorKeyDistribution = initiatorKeyDistribution
+            self.responderKeyDistribution = responderKeyDistribution
+        }
+
         public var bonding: Bool { authReq & 0x03 == 0x01 }
         public var mitm: Bool { authReq & 0x04 != 0 }
         public var secureConnections: Bool { authReq & 0x08 != 0 }

@@ -145,7 +145,9 @@ public struct ESPProvisioningProtocol: ConfigurableDeviceProtocol {
             }
             do {
                 let shared = try ESPSecurity1.sharedSecret(privateKey: privateKey.unsafeBytes, peerPublicKey: deviceKey)
-                let key = ESPSecurity1.sessionKey(sharedSecret: shared, proofOfPossession: configuration.espProofOfPossession?.unsafeBytes ?? [])
+                // A device that reports no_pop uses none, whatever PoP the user gave for a batch of captures.
+                let pop = capabilities.contains("no_pop") ? [] : configuration.espProofOfPossession?.unsafeBytes ?? []
+                let key = ESPSecurity1.sessionKey(sharedSecret: shared, proofOfPossession: pop)
                 stream = ESPSecurity1.Stream(key: key, iv: random)
                 if stream == nil { undecryptable = "device_random is not 16 bytes" }
             } catch {
