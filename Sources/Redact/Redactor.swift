@@ -82,8 +82,9 @@ public enum Redactor {
         }
         // Values worth looking for anywhere else: long enough and varied enough that a match is
         // the secret, not a run of zeros or padding.
-        let strayPatterns = Set((before.report.secrets.filter { !$0.alreadyRedacted }).map { $0.secret.unsafeBytes }.filter(Self.searchable))
-        let replacements = before.anonymizer?.replacements() ?? []
+        let strayValues = Set((before.report.secrets.filter { !$0.alreadyRedacted }).map { $0.secret.unsafeBytes }.filter(Self.searchable))
+        let strays = PatternSet(strayValues.map { ($0, [UInt8](repeating: Redaction.filler, count: $0.count)) })
+        let replacements = PatternSet(before.anonymizer?.replacements() ?? [])
         outcome.addressesMapped = before.anonymizer?.addresses.count ?? 0
         outcome.namesReplaced = before.anonymizer?.names.count ?? 0
         outcome.addressMap = (before.anonymizer?.addresses ?? [:]).map { (Hex.string($0.key, separator: ":").uppercased(), Hex.string($0.value, separator: ":").uppercased()) }
@@ -111,8 +112,8 @@ public enum Redactor {
                     outcome.secrets.append(s)
                     return true
                 }
-                for p in strayPatterns { outcome.strayCopies += replaceAll(p, in: &data, with: nil) }
-                for r in replacements { _ = replaceAll(r.from, in: &data, with: r.to) }
+                outcome.strayCopies += strays.replaceAll(in: &data)
+                replacements.replaceAll(in: &data)
                 guard data != original else { continue }
                 let packetOffset = try editable.packetOffset(of: record)
                 let dataOffset = packetOffset + Int64(record.dataOffsetInPacket)

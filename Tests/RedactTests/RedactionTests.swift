@@ -1,0 +1,144 @@
+import Analysis
+import Capture
+import Dispatch
+import Foundation
+import GATT
+import Profiles
+import TestSupport
+import XCTest
+@testable import Redact
+
+/// Redaction of every capture the project has passes its own verification (no secret bytes
+/// left, GATTLab and tshark read the same records and structure, the audit finds only redacted
+/// values), and touches nothing but secret bytes and the CRCs that cover them.
+final class RedactionTests: XCTestCase {
+    static let keys = ProfileConfiguration(
+        espProofOfPossession: Secret(Array("abcd1234".utf8), label: "PoP"),
+        espClientPrivateKey: Secret(hexBytes("e85ef1d7abd8e3b078cbfa1e2f08681421ce54995e227725d010d973846dc60f"), label: "key"))
+
+    struct Outcome: Sendable {
+        var name: String
+        var outcome: RedactionOutcome?
+        var failure: String?
+        var sizeEqual = false
+        var bytesDiffering = 0
+    }
+
+    func testEveryCaptureRedactsAndPassesItsChecks() throws {
+        let tshark = try Files.tshark
+        let paths = try Files.projectCaptures() + Files.realCaptures()
+        let dir = try Files.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        var options = RedactionOptions()
+        options.configuration = Self.keys
+        options.tshark = tshark
+        let settings = options
+        let box = Box(count: paths.count)
+        DispatchQueue.concurrentPerform(iterations: paths.count) { i in
+            let path = paths[i]
+            let name = URL(fileURLWithPath: path).lastPathComponent
+            let out = dir.appendingPathComponent("\(i)-\(name)").path
+            var o = Outcome(name: name)
+            do {
+                o.outcome = try Redactor.redact(input: path, output: out, options: settings) { GATTDecoder() }
+                let a = (try? Data(contentsOf: URL(fileURLWithPath: path))) ?? Data()
+                let b = (try? Data(contentsOf: URL(fileURLWithPath: out))) ?? Data()
+                o.sizeEqual = a.count == b.count
+                o.bytesDiffering = zip(a, b).filter { $0 != $1 }.count
+            } catch {
+                o.failure = "\(error)"
+            }
+            box.set(i, o)
+        }
+        var secrets = 0, withSecrets = 0
+        for o in box.values {
+            guard let r = o.outcome else {
+                XCTFail("\(o.name): \(o.failure ?? "no result")")
+                continue
+            }
+            XCTAssertEqual(r.checks.count, 4, "\(o.name): every check ran, tshark's included")
+            for c in r.checks { XCTAssertTrue(c.passed, "\(o.name): \(c.name): \(c.detail)") }
+            XCTAssertTrue(o.sizeEqual, "\(o.name): the redacted file has another size")
+            // Only the secrets' bytes (and, for sniffed packets, their CRCs) change.
+            XCTAssertLessThanOrEqual(o.bytesDiffering, r.bytesChanged + 3 * r.recordsChanged, o.name)
+            XCTAssertEqual(o.bytesDiffering > 0, !r.secrets.isEmpty, o.name)
+            secrets += r.secrets.count
+            if !r.secrets.isEmpty { withSecrets += 1 }
+        }
+        print("redaction: \(paths.count) captures, \(withSecrets) held secrets, \(secrets) secret values overwritten; every check passed")
+        XCTAssertGreaterThan(withSecrets, 60)
+    }
+
+    /// Addresses replaced everywhere, consistently: the same seed gives the same file, a device
+    /// keeps one stand-in, and the structure stays what tshark reads.
+    func testAnonymizedAddressesAreGoneAndConsistent() throws {
+        let dir = try Files.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let paths = try [Files.projectCaptures().first { $0.hasSuffix("speaker-reboot-validate-mtu23.btsnoop") },
+                         Files.realCaptures().first { $0.hasSuffix("TesiBLE__Lv4_JW.pcapng") },
+                         Files.realCaptures().first { $0.hasSuffix("AndroidPad__btsnoop_hci.cfa") }].compactMap { $0 }
+        XCTAssertEqual(paths.count, 3)
+        for path in paths {
+            var options = RedactionOptions()
+            options.anonymizeAddresses = true
+            options.replaceNames = true
+            options.anonymizationKey = RedactionOptions.anonymizationKey(seed: "test")
+            options.tshark = try Files.tshark
+            let a = dir.appendingPathComponent("a").path, b = dir.appendingPathComponent("b").path
+            unlink(a); unlink(b)
+            let first = try Redactor.redact(input: path, output: a, options: options) { GATTDecoder() }
+            _ = try Redactor.redact(input: path, output: b, options: options) { GATTDecoder() }
+            XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: a)), try Data(contentsOf: URL(fileURLWithPath: b)), "same seed, same bytes")
+            XCTAssertGreaterThan(first.addressesMapped, 0, path)
+            for c in first.checks { XCTAssertTrue(c.passed, "\(path): \(c.name): \(c.detail)") }
+            let output = Array(try Data(contentsOf: URL(fileURLWithPath: a)))
+            for m in first.addressMap {
+                let bytes = hexBytes(m.from.replacingOccurrences(of: ":", with: ""))
+                XCTAssertNil(find(Array(bytes.reversed()), in: output), "\(path): \(m.from) still in the file (little-endian)")
+                XCTAssertNil(find(Array(m.from.utf8), in: output), "\(path): \(m.from) still in the file as text")
+                XCTAssertNotEqual(m.from, m.to)
+                // The address type bits (static random, resolvable, non-resolvable) are kept.
+                XCTAssertEqual(bytes[0] & 0xC0, hexBytes(m.to.replacingOccurrences(of: ":", with: ""))[0] & 0xC0)
+            }
+        }
+    }
+
+    /// The link-layer CRC as captures store it: recognised on real sniffer packets, and a change
+    /// folded in gives the CRC of the changed packet.
+    func testLinkLayerCRCMatchesRealPacketsAndFollowsChanges() throws {
+        var checked = 0, recognised = 0
+        for path in try Files.realCaptures() {
+            let reader = try openCapture(path)
+            guard reader.linkType.isLinkLayer else { continue }
+            while let r = try reader.next() {
+                guard r.kind == .linkLayer, r.linkLayer?.crcOK == true, r.linkLayer?.hasCRC == true, r.data.count >= 9,
+                      r.data.u32le(0) == 0x8E89_BED6 else { continue }
+                let d = Array(r.data)
+                let pdu = Array(d[4..<(d.count - 3)]), stored = Array(d[(d.count - 3)...])
+                checked += 1
+                guard let layout = LinkLayerCRC.layout(of: stored, pdu: pdu, preset: 0x55_5555) else { continue }
+                recognised += 1
+                var changed = pdu
+                changed[changed.count / 2] ^= 0x5A
+                let updated = LinkLayerCRC.updated(stored: stored, old: pdu, new: changed, layout: layout)
+                XCTAssertEqual(LinkLayerCRC.layout(of: updated, pdu: changed, preset: 0x55_5555), layout, path)
+            }
+        }
+        XCTAssertGreaterThan(checked, 1000)
+        XCTAssertGreaterThan(Double(recognised) / Double(checked), 0.95, "\(recognised) of \(checked) advertising CRCs recognised")
+    }
+
+    func find(_ needle: [UInt8], in hay: [UInt8]) -> Int? {
+        guard !needle.isEmpty, needle.count <= hay.count else { return nil }
+        for i in 0...(hay.count - needle.count) where hay[i] == needle[0] && hay[i..<(i + needle.count)].elementsEqual(needle) { return i }
+        return nil
+    }
+}
+
+final class Box: @unchecked Sendable {
+    private let lock = NSLock()
+    private var slots: [RedactionTests.Outcome?]
+    init(count: Int) { slots = Array(repeating: nil, count: count) }
+    func set(_ i: Int, _ o: RedactionTests.Outcome) { lock.lock(); slots[i] = o; lock.unlock() }
+    var values: [RedactionTests.Outcome] { lock.lock(); defer { lock.unlock() }; return slots.compactMap { $0 } }
+}
