@@ -4,7 +4,7 @@
 # Other targets: make build, make bench (release build, GATTLab vs tshark), make clean.
 
 SWIFT ?= swift
-APT_PACKAGES := libpcap-dev libbluetooth-dev tshark python3 chromium
+APT_PACKAGES := libpcap-dev libbluetooth-dev tshark python3 python3-jsonschema chromium
 DEMO := Captures/speaker-ota-demo.btsnoop
 GATTLAB := .build/debug/gattlab
 
@@ -37,6 +37,12 @@ demo: build
 	@$(GATTLAB) timeline $(DEMO)
 	@$(GATTLAB) timeline --format html -o .build/demo-report.html --force $(DEMO)
 	@echo "   open .build/demo-report.html in a browser for the time axis; every PDU: gattlab decode $(DEMO)"
+	@echo
+	@echo "== gattlab audit $(DEMO)   (where the Wi-Fi password went, how it was protected)"
+	@$(GATTLAB) audit $(DEMO)
+	@echo
+	@echo "== gattlab redact $(DEMO) -o .build/demo-shareable.btsnoop   (safe to share: secrets overwritten, checked)"
+	@$(GATTLAB) redact --force $(DEMO) -o .build/demo-shareable.btsnoop
 
 test: setup
 	$(SWIFT) build --build-tests

@@ -141,7 +141,7 @@ struct RedactCommand: ParsableCommand {
             s += "redacted \(o.secrets.count) secret value\(o.secrets.count == 1 ? "" : "s") (\(o.bytesChanged) bytes in \(o.recordsChanged) records):\n"
             for x in o.secrets {
                 let value = reveal ? " was \(ProtocolTextReveal.show(x.secret))" : ""
-                s += "  \(x.kind.title), \(x.secret.count) bytes, record\(x.records.count == 1 ? "" : "s") \(x.records.map(String.init).joined(separator: ",")) (\(x.context))\(value)\n"
+                s += "  \(x.kind.title), \(x.secret.count) bytes, record\(x.records.count == 1 ? "" : "s") \(x.records.map(String.init).joined(separator: ", ")) (\(x.context))\(value)\n"
             }
         }
         if o.strayCopies > 0 { s += "also overwrote \(o.strayCopies) stray cop\(o.strayCopies == 1 ? "y" : "ies") of secret values outside decoded fields\n" }

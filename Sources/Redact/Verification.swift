@@ -21,7 +21,7 @@ extension Redactor {
         checks.append(RedactionCheck(
             name: "no secret bytes left", passed: hits.isEmpty,
             detail: hits.isEmpty
-                ? "searched the whole file for \(patterns.count) values\(skipped > 0 ? " (\(skipped) too short or too uniform to search for; overwritten where decoded)" : "")"
+                ? "searched the whole file for \(patterns.count) value\(patterns.count == 1 ? "" : "s")\(skipped > 0 ? " (\(skipped) too short or too uniform to search for; overwritten where decoded)" : "")"
                 : hits.prefix(5).map { "\($0.what) still at byte \($0.offset)" }.joined(separator: ", ")))
 
         // 2. GATTLab reads the same records and structure, and finds only redacted values.

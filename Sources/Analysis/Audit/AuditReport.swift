@@ -150,6 +150,8 @@ public struct PairingSummary: Sendable, Hashable {
     public var keySize: Int
     public var records: [Int]
     public var failed: String?
+    /// When the Pairing Request was sent.
+    public var time: Int64?
     /// The IO capabilities the two sides declared (initiator, responder).
     public var ioCapabilities: (initiator: String, responder: String)?
 

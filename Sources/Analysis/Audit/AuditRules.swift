@@ -81,7 +81,7 @@ enum AuditRules {
         let pairings = t.link.pairings.filter { $0.failed == nil && $0.ioCapabilities != nil }
         func pairingFinding(_ id: String, _ matches: [PairingSummary], _ say: (PairingSummary) -> String) {
             guard let first = matches.first else { return }
-            add(id, say(first) + (matches.count > 1 ? " (\(matches.count) pairings)" : ""), matches.flatMap(\.records), nil)
+            add(id, say(first) + (matches.count > 1 ? " (\(matches.count) pairings)" : ""), matches.flatMap(\.records), first.time)
         }
         func what(_ p: PairingSummary) -> String { "\(p.secureConnections ? "LE Secure Connections" : "LE legacy") pairing, \(p.method)" }
         pairingFinding("pairing.just-works", pairings.filter { $0.method == "Just Works" }) { p in
@@ -94,8 +94,8 @@ enum AuditRules {
             "the MITM flag is off in both Pairing Request and Response on \(connection)"
         }
         if let size = t.link.keySize ?? (t.link.encryptedAtRecord != nil ? t.link.pairing.map(\.keySize) : nil), size < 16 {
-            let records = [t.link.encryptedAtRecord, t.link.pairing?.records.last].compactMap { $0 }
-            add("encryption.short-key", "\(connection) is encrypted with a \(size)-byte key", records, nil, severity: size <= 7 ? .error : .warning)
+            let records = Set([t.link.encryptedAtRecord, t.link.pairing?.records.last].compactMap { $0 }).sorted()
+            add("encryption.short-key", "\(connection) is encrypted with a \(size)-byte key", records, t.encryptedAtTime, severity: size <= 7 ? .error : .warning)
         }
 
         if !t.secretReads.isEmpty {

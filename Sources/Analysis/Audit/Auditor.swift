@@ -27,7 +27,8 @@ public final class Auditor {
         let key: ConnectionKey
         var link: AuditLink
         var encrypted = false
-        var pairingRequest: (features: SMPPDU.PairingFeatures, record: Int)?
+        var pairingRequest: (features: SMPPDU.PairingFeatures, record: Int, time: Int64)?
+        var encryptedAtTime: Int64?
         var pairingResponse: (features: SMPPDU.PairingFeatures, record: Int)?
         var pairingFailed: (reason: String, record: Int)?
         /// Credentials sent, with whether the link was encrypted then.
@@ -144,7 +145,10 @@ public final class Auditor {
             guard status.rawValue == 0 else { return }
             let t = track(key, record: record)
             t.encrypted = enabled
-            if enabled, t.link.encryptedAtRecord == nil { t.link.encryptedAtRecord = record.number }
+            if enabled, t.link.encryptedAtRecord == nil {
+                t.link.encryptedAtRecord = record.number
+                t.encryptedAtTime = record.timestamp
+            }
             if let keySize { t.link.keySize = Int(keySize) }
         case .encryptionKeySize(let key, let size):
             track(key, record: record).link.keySize = Int(size)
@@ -162,7 +166,7 @@ public final class Auditor {
             switch pdu {
             case .pairingRequest(let f):
                 finishPairing(t)
-                t.pairingRequest = (f, record.number)
+                t.pairingRequest = (f, record.number, record.timestamp)
                 t.pairingResponse = nil
                 t.pairingFailed = nil
             case .pairingResponse(let f):
@@ -385,7 +389,7 @@ public final class Auditor {
         let method = b.map { PairingMethod.of(initiator: a, responder: $0, secureConnections: sc) } ?? "unknown (no Pairing Response)"
         return PairingSummary(secureConnections: sc, mitm: mitm, bonding: a.bonding && (b?.bonding ?? false), method: method,
                               keySize: Int(min(a.maxKeySize, b?.maxKeySize ?? a.maxKeySize)),
-                              records: [req.record] + (rsp.map { [$0.record] } ?? []), failed: t.pairingFailed?.reason,
+                              records: [req.record] + (rsp.map { [$0.record] } ?? []), failed: t.pairingFailed?.reason, time: req.time,
                               ioCapabilities: b.map { (a.ioCapabilityName, $0.ioCapabilityName) })
     }
 }
