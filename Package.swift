@@ -81,7 +81,7 @@ let package = Package(
         .testTarget(name: "EmulatorTests", dependencies: ["Emulator", "Transport", "Profiles", "GATT", "ATT", "HCI", "Capture", "TestSupport"]),
         .testTarget(name: "AnalysisTests", dependencies: ["Analysis", "Report", "Emulator", "Profiles", "GATT", "ATT", "HCI", "Capture", "TestSupport"]),
         .testTarget(name: "RedactTests", dependencies: ["Redact", "Analysis", "Emulator", "Profiles", "GATT", "ATT", "HCI", "Capture", "TestSupport"]),
-        .testTarget(name: "GATTLabCLITests", dependencies: ["GATTLabCLI", "GATT", "Capture", "TestSupport"], exclude: ["Fixtures"]),
+        .testTarget(name: "GATTLabCLITests", dependencies: ["GATTLabCLI", "GATT", "Capture", "Emulator", "TestSupport"], exclude: ["Fixtures"]),
     ],
     swiftLanguageModes: [.v6]
 )
