@@ -142,3 +142,44 @@ final class Box: @unchecked Sendable {
     func set(_ i: Int, _ o: RedactionTests.Outcome) { lock.lock(); slots[i] = o; lock.unlock() }
     var values: [RedactionTests.Outcome] { lock.lock(); defer { lock.unlock() }; return slots.compactMap { $0 } }
 }
+
+/// Hostile input: captures with random bytes changed inside their records still audit and
+/// redact without a crash, and a redaction either passes every check or refuses cleanly.
+final class RedactionDamageTests: XCTestCase {
+    func testRandomlyDamagedCapturesRedactOrRefuseCleanly() throws {
+        var rng = SplitMix(seed: 0x5EC2_E75)
+        let dir = try Files.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let sources = try Files.projectCaptures().filter {
+            ["speaker-encrypted-credentials-mtu23", "speaker-url-secrets-mtu23", "speaker-legacy-pairing-mtu23",
+             "esp-sec0-provision-mtu23", "nrf7-provision-mtu23", "speaker-credentials-readback-mtu23"].contains(URL(fileURLWithPath: $0).deletingPathExtension().lastPathComponent)
+        } + Files.realCaptures().filter { $0.hasSuffix("TesiBLE__Lv4_JW.pcapng") || $0.hasSuffix("fuut__hci_snoop20250125165300.cfa") }
+        XCTAssertEqual(sources.count, 8)
+        var outcomes: [String: Int] = [:]
+        for source in sources {
+            let original = Array(try Data(contentsOf: URL(fileURLWithPath: source)))
+            for trial in 0..<10 {
+                var bytes = original
+                for _ in 0..<(1 + Int(rng.next() % 8)) {
+                    let position = 64 + Int(rng.next() % UInt64(max(1, bytes.count - 64)))
+                    bytes[position] = UInt8(truncatingIfNeeded: rng.next())
+                }
+                let input = dir.appendingPathComponent("in-\(trial)-\(URL(fileURLWithPath: source).lastPathComponent)")
+                try Data(bytes).write(to: input)
+                let output = dir.appendingPathComponent("out-\(trial)").path
+                unlink(output)
+                do {
+                    let o = try Redactor.redact(input: input.path, output: output, options: RedactionOptions()) { GATTDecoder() }
+                    for c in o.checks { XCTAssertTrue(c.passed, "\(input.lastPathComponent): \(c.name): \(c.detail)") }
+                    outcomes["redacted", default: 0] += 1
+                } catch RedactionError.input {
+                    outcomes["damaged input refused", default: 0] += 1
+                    XCTAssertFalse(FileManager.default.fileExists(atPath: output))
+                } catch {
+                    XCTFail("\(input.lastPathComponent): \(error)")
+                }
+            }
+        }
+        print("damaged captures: \(outcomes.sorted { $0.key < $1.key })")
+    }
+}

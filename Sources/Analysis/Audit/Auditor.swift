@@ -19,7 +19,8 @@ public final class Auditor {
     private var tracks: [ConnectionTrack] = []
     private var live: [ConnectionKey: Int] = [:]
     private var droppedSightings = 0
-    /// Writes and reads on handles the decoder could not name (no discovery, no --profile).
+    /// Writes on handles the decoder could not name (no discovery, no --profile): how many, and the first ones.
+    private var unnamedWrites = 0
     private var unnamedValueRecords: [Int] = []
 
     /// What one connection showed.
@@ -192,19 +193,22 @@ public final class Auditor {
         let t = track(e.connection, record: record)
         switch pdu {
         case .writeRequest(let handle, _), .writeCommand(let handle, _), .signedWriteCommand(let handle, _, _):
-            if e.info == nil, unnamedValueRecords.count < Self.maxSightings { unnamedValueRecords.append(record.number) }
+            if e.info == nil {
+                unnamedWrites += 1
+                if unnamedValueRecords.count < 8 { unnamedValueRecords.append(record.number) }
+            }
             guard let uuid = e.info?.uuid, uuid == SpeakerOTA.control || uuid == SpeakerOTA.url, !t.encrypted else { return }
             let what = uuid == SpeakerOTA.url ? "OTA_URL write" : "OTA_CONTROL write"
             if case .writeRequest = pdu {
                 t.pendingWrites[handle] = (what, record.number, record.timestamp)
             } else {
-                t.openCommands.append((what + " (no response asked)", record.number, record.timestamp))
+                t.openCommands.appendCapped((what + " (no response asked)", record.number, record.timestamp))
             }
         case .writeResponse:
             // The write it answers is the only one outstanding (ATT is one request at a time).
             if let (handle, w) = t.pendingWrites.first {
                 t.pendingWrites[handle] = nil
-                t.openCommands.append(w)
+                t.openCommands.appendCapped(w)
             }
         case .errorResponse(let opcode, let handle, _):
             if opcode == 0x12 { t.pendingWrites[handle] = nil }
@@ -243,7 +247,7 @@ public final class Auditor {
                 t.prepared.removeAll()
             }
         case .executeWriteResponse:
-            if let w = t.pendingLongWrite { t.openCommands.append(w) }
+            if let w = t.pendingLongWrite { t.openCommands.appendCapped(w) }
             t.pendingLongWrite = nil
         default:
             break
@@ -258,16 +262,16 @@ public final class Auditor {
         func credential(_ secret: Secret, _ what: String) {
             sighting(.wifiPassword, secret, record: record, connection: t, context: place, overTheAir: true)
             if isRead {
-                t.secretReads.append(("\(what) read back from \(characteristic)", e.firstFrame, e.time))
+                t.secretReads.appendCapped(("\(what) read back from \(characteristic)", e.firstFrame, e.time))
             } else {
-                t.credentialsSent.append(("\(what) (\(place))", e.firstFrame, e.time, t.encrypted))
+                t.credentialsSent.appendCapped(("\(what) (\(place))", e.firstFrame, e.time, t.encrypted))
             }
         }
         switch e.message {
         case .otaCredentials(let c)?:
             credential(c.password, "Wi-Fi password")
         case .otaURL(let u)?:
-            t.urls.append((u, e.firstFrame, e.time))
+            t.urls.appendCapped((u, e.firstFrame, e.time))
             for part in u.secretParts {
                 let kind: SecretKind = part.part == .password ? .urlPassword : .urlToken
                 let secret = Secret(Array(u.bytes[part.range]), label: kind.title).located(e.origin?.slice(part.range))
@@ -278,7 +282,7 @@ public final class Auditor {
             _ = c
         case .nrf7Request(let r)?:
             if !t.encrypted {
-                t.nrf7Unencrypted.append((r.opCode?.description ?? "request", e.firstFrame, e.time))
+                t.nrf7Unencrypted.appendCapped((r.opCode?.description ?? "request", e.firstFrame, e.time))
             }
             if let p = r.config?.passphrase { credential(p, "Wi-Fi passphrase (SET_CONFIG)") }
         case .espVersion(let v)?:
@@ -308,9 +312,9 @@ public final class Auditor {
             let secret = Secret(bytes, label: "credential value").located(e.origin)
             sighting(.credentialValue, secret, record: record, connection: t, context: place + " (did not decode)", overTheAir: true)
             if isRead {
-                t.secretReads.append(("credential value read back from \(characteristic)", e.firstFrame, e.time))
+                t.secretReads.appendCapped(("credential value read back from \(characteristic)", e.firstFrame, e.time))
             } else {
-                t.credentialsSent.append(("credential value (\(place), did not decode)", e.firstFrame, e.time, t.encrypted))
+                t.credentialsSent.appendCapped(("credential value (\(place), did not decode)", e.firstFrame, e.time, t.encrypted))
             }
         default:
             break
@@ -327,7 +331,7 @@ public final class Auditor {
             let name = t.preparedNames[p.handle] ?? "handle 0x\(String(p.handle, radix: 16))"
             let secret = Secret(p.value, label: "credential value").located(p.origin)
             sighting(.credentialValue, secret, at: p.record, time: p.time, connection: t, context: "\(name) prepare write, \(why)", overTheAir: true)
-            t.credentialsSent.append(("part of a credential value (\(name) prepare write, \(why))", p.record, p.time, p.encrypted))
+            t.credentialsSent.appendCapped(("part of a credential value (\(name) prepare write, \(why))", p.record, p.time, p.encrypted))
         }
     }
 
@@ -359,8 +363,8 @@ public final class Auditor {
         }
         if !unnamedValueRecords.isEmpty {
             r.findings.append(finding("audit.unknown-handles",
-                "\(unnamedValueRecords.count) writes go to handles the capture never discovered: credentials among them cannot be recognised",
-                connection: nil, records: Array(unnamedValueRecords.prefix(8)), time: nil))
+                "\(unnamedWrites) writes go to handles the capture never discovered: credentials among them cannot be recognised",
+                connection: nil, records: unnamedValueRecords, time: nil))
         }
         r.findings.sort { ($0.records.first ?? 0, $1.severity) < ($1.records.first ?? 0, $0.severity) }
         return r
@@ -374,7 +378,7 @@ public final class Auditor {
 
     /// Closes the pairing in progress (a new Pairing Request or the end) into the link's list.
     private func finishPairing(_ t: ConnectionTrack) {
-        if let p = pairingSummary(t) { t.link.pairings.append(p) }
+        if let p = pairingSummary(t) { t.link.pairings.appendCapped(p) }
         t.pairingRequest = nil
         t.pairingResponse = nil
         t.pairingFailed = nil
@@ -409,5 +413,13 @@ enum PairingMethod {
         case [1, 4], [4]: return sc ? "Numeric Comparison" : "Passkey Entry"
         default: return "Passkey Entry"
         }
+    }
+}
+
+extension Array {
+    /// Evidence lists stop growing here: findings show the first few, and a hostile capture
+    /// repeating one mistake a million times must not grow memory with it.
+    mutating func appendCapped(_ element: Element, cap: Int = 256) {
+        if count < cap { append(element) }
     }
 }
