@@ -250,6 +250,12 @@ final class EventRenderer {
         case .startEncryption(let key, let ltk, _, let ediv):
             return (key, "link", ("start-encryption", "Start encryption LTK=\(ltk.hex(reveal: reveal)) EDIV 0x\(String(ediv, radix: 16))", ">"),
                     [("ltk", ltk.hex(reveal: reveal)), ("ediv", Int(ediv))])
+        case .resolvingListAdd(let peer, let peerIRK, let localIRK):
+            let irks = [peerIRK.map { "peer IRK=\($0.hex(reveal: reveal))" }, localIRK.map { "local IRK=\($0.hex(reveal: reveal))" }].compactMap { $0 }
+            return (nil, "link", ("resolving-list-add", "Resolving list add \(peer) \(irks.joined(separator: " "))", ">"),
+                    [("peer", peer.description), ("peerIRK", peerIRK?.hex(reveal: reveal) ?? ""), ("localIRK", localIRK?.hex(reveal: reveal) ?? "")])
+        case .leEncrypt(let key):
+            return (nil, "link", ("le-encrypt", "LE Encrypt key=\(key.hex(reveal: reveal))", ">"), [("key", key.hex(reveal: reveal))])
         case .encryptionKeySize(let key, let size):
             return (key, "link", ("encryption-key-size", "Encryption key size \(size)", "<"), [("keySize", Int(size))])
         case .linkKey(let peer, let linkKey, let fromController):

@@ -75,7 +75,7 @@ struct RedactCommand: ParsableCommand {
             printError("gattlab: error: \(input): no such file")
             throw ExitStatus.noInput.exitCode
         }
-        if Self.sameFile(input, output) {
+        if OutputFiles.sameFile(input, output) {
             printError("gattlab: error: \(output) is the input; redact never overwrites its input: choose another output")
             throw ExitStatus.usage.exitCode
         }
@@ -118,14 +118,6 @@ struct RedactCommand: ParsableCommand {
         let out = OutputStream()
         out.write(text)
         out.flush()
-    }
-
-    static func sameFile(_ a: String, _ b: String) -> Bool {
-        var sa = stat(), sb = stat()
-        guard stat(a, &sa) == 0, stat(b, &sb) == 0 else {
-            return URL(fileURLWithPath: a).standardizedFileURL.path == URL(fileURLWithPath: b).standardizedFileURL.path
-        }
-        return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino
     }
 
     static func findTshark() -> String? {

@@ -317,9 +317,17 @@ enum OutputFiles {
         }
     }
 
+    /// Whether two paths name one file: the same path spelled differently, a symbolic or a hard link.
+    static func sameFile(_ a: String, _ b: String) -> Bool {
+        var sa = stat(), sb = stat()
+        guard stat(a, &sa) == 0, stat(b, &sb) == 0 else {
+            return URL(fileURLWithPath: a).standardizedFileURL.path == URL(fileURLWithPath: b).standardizedFileURL.path
+        }
+        return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino
+    }
+
     static func write(_ text: String, to path: String, force: Bool, protecting inputs: [String]) throws {
-        let target = URL(fileURLWithPath: path).standardizedFileURL.path
-        if inputs.contains(where: { URL(fileURLWithPath: $0).standardizedFileURL.path == target }) {
+        if inputs.contains(where: { sameFile($0, path) }) {
             printError("gattlab: error: \(path) is an input; choose another output")
             throw ExitStatus.usage.exitCode
         }

@@ -437,6 +437,15 @@ public final class LinkDecoder {
         case 0x040B where p.count >= 22:  // Link Key Request Reply (BR/EDR): carries the link key
             let linkKey = Secret(Array(p[6..<22]), label: "link key").located(ByteOrigin(record: record.number, offset: 3 + 6, count: 16))
             events.append(.linkKey(peer: BDAddr(littleEndian: p, at: 0), key: linkKey, fromController: false))
+        case 0x2027 where p.count >= 39:  // LE Add Device To Resolving List: peer IRK, local IRK
+            func irk(_ at: Int, _ label: String) -> Secret? {
+                let bytes = Array(p[at..<(at + 16)])
+                guard bytes.contains(where: { $0 != 0 }) else { return nil }
+                return Secret(bytes, label: label).located(ByteOrigin(record: record.number, offset: 3 + at, count: 16))
+            }
+            events.append(.resolvingListAdd(peer: BDAddr(littleEndian: p, at: 1), peerIRK: irk(7, "peer IRK"), localIRK: irk(23, "local IRK")))
+        case 0x2017 where p.count >= 32:  // LE Encrypt: key, then plaintext
+            events.append(.leEncrypt(key: Secret(Array(p[0..<16]), label: "LE Encrypt key").located(ByteOrigin(record: record.number, offset: 3, count: 16))))
         case 0x201B where p.count >= 2:
             events.append(.ltkNegativeReply(ConnectionKey(controller: record.controller, handle: p.u16le(0) & 0x0FFF)))
         default:

@@ -64,6 +64,11 @@ public enum LinkEvent: Sendable {
     /// A BR/EDR link key: handed to the host (Link Key Notification) or back to the controller
     /// (Link Key Request Reply). Classic links share phone captures with LE ones.
     case linkKey(peer: BDAddr, key: Secret, fromController: Bool)
+    /// LE Add Device To Resolving List: the peer's IRK and the local one (all-zero ones, which
+    /// mean "none", are left out).
+    case resolvingListAdd(peer: BDAddr, peerIRK: Secret?, localIRK: Secret?)
+    /// LE Encrypt: the host asks the controller to AES-encrypt with a key (used to make keys).
+    case leEncrypt(key: Secret)
     case disconnectCommand(ConnectionKey, reason: HCIStatus)
     case createConnection(peer: BDAddr, peerType: UInt8)
     case commandFailed(opcode: UInt16, status: HCIStatus)

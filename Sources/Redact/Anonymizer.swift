@@ -18,7 +18,7 @@ struct Anonymizer {
     private let key: SymmetricKey
     let replaceNames: Bool
     /// Names shorter than this are not replaced (too likely to match unrelated bytes).
-    static let minimumNameLength = 3
+    static let minimumNameLength = PatternSet.minimumLength
     static let maximumEntries = 65_536
 
     init(key: [UInt8], replaceNames: Bool) {
@@ -40,6 +40,7 @@ struct Anonymizer {
                 case .controllerAdded(_, _, let address): add(address)
                 case .linkKey(let peer, _, _): add(peer)
                 case .smp(_, _, .identityAddressInformation(_, let address)): add(address)
+                case .resolvingListAdd(let peer, _, _): add(peer)
                 default: break
                 }
             case .att(let a):
@@ -51,6 +52,7 @@ struct Anonymizer {
         }
         switch record.kind {
         case .event: consumeHCIEvent(record.data)
+        case .command: consumeHCICommand(record.data)
         case .linkLayer: consumeAdvertisingPDU(record.data, hasCRC: record.linkLayer?.hasCRC ?? true)
         default: break
         }
@@ -88,6 +90,15 @@ struct Anonymizer {
     }
 
     private mutating func consumeHCIEvent(_ d: UnsafeRawBufferPointer) {
+        // Command Complete of Read BD_ADDR (the controller's own address) and Read Local Name.
+        if d.count >= 6, d[0] == 0x0E, d[5] == 0 {
+            switch d.u16le(3) {
+            case 0x1009 where d.count >= 12: add(BDAddr(littleEndian: d, at: 6))
+            case 0x0C14: addName(d[6...].prefix { $0 != 0 })
+            default: break
+            }
+            return
+        }
         guard d.count >= 3, d[0] == 0x3E else {
             // Remote Name Request Complete: status, address, name (BR/EDR).
             if d.count >= 9, d[0] == 0x07 {
@@ -124,6 +135,28 @@ struct Anonymizer {
         case 0x0A, 0x29 where p.count >= 29:  // LE Enhanced Connection Complete: local and peer RPAs
             add(BDAddr(littleEndian: p, at: 11))
             add(BDAddr(littleEndian: p, at: 17))
+        default:
+            break
+        }
+    }
+
+    /// The local device's own address and name, and addresses the host hands the controller.
+    private mutating func consumeHCICommand(_ d: UnsafeRawBufferPointer) {
+        guard d.count >= 3 else { return }
+        let opcode = d.u16le(0)
+        let p = d.dropping(3)
+        switch opcode {
+        case 0x2005 where p.count >= 6: add(BDAddr(littleEndian: p, at: 0))  // LE Set Random Address
+        case 0x2011, 0x2012: if p.count >= 7 { add(BDAddr(littleEndian: p, at: 1)) }  // Filter Accept List add/remove
+        case 0x2027, 0x2028: if p.count >= 7 { add(BDAddr(littleEndian: p, at: 1)) }  // Resolving List add/remove
+        case 0x2006 where p.count >= 13: add(BDAddr(littleEndian: p, at: 7))  // LE Set Advertising Parameters: peer
+        case 0x2035 where p.count >= 7: add(BDAddr(littleEndian: p, at: 1))  // LE Set Advertising Set Random Address
+        case 0x0C13: addName(p.prefix { $0 != 0 })  // Write Local Name
+        case 0x0C52 where p.count >= 1: consumeAdvertisingData(p.dropping(1))  // Write Extended Inquiry Response
+        case 0x2008, 0x2009:  // LE Set Advertising / Scan Response Data: length, data
+            if let n = p.first { consumeAdvertisingData(p.slice(1, min(Int(n), p.count - 1))) }
+        case 0x2037, 0x2038:  // LE Set Extended Advertising / Scan Response Data
+            if p.count >= 4 { consumeAdvertisingData(p.slice(4, min(Int(p[3]), p.count - 4))) }
         default:
             break
         }

@@ -65,6 +65,8 @@ public enum SecretKind: String, Sendable, CaseIterable {
     case irk
     case csrk
     case linkKey = "link-key"
+    /// A key the host handed to HCI LE Encrypt (stacks derive keys with it).
+    case leEncryptKey = "le-encrypt-key"
     case urlPassword = "url-password"
     case urlToken = "url-token"
     /// The value of a credential characteristic that no protocol decoder could take apart: the
@@ -78,6 +80,7 @@ public enum SecretKind: String, Sendable, CaseIterable {
         case .irk: "IRK"
         case .csrk: "CSRK"
         case .linkKey: "BR/EDR link key"
+        case .leEncryptKey: "LE Encrypt key"
         case .urlPassword: "password in a firmware URL"
         case .urlToken: "token in a firmware URL"
         case .credentialValue: "credential characteristic value"

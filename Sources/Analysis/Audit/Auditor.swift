@@ -162,6 +162,13 @@ public final class Auditor {
         case .linkKey(let peer, let key, let fromController):
             sighting(.linkKey, key, record: record, connection: nil,
                      context: "HCI \(fromController ? "Link Key Notification" : "Link Key Request Reply") for \(peer)", overTheAir: false)
+        case .resolvingListAdd(let peer, let peerIRK, let localIRK):
+            for (irk, whose) in [(peerIRK, "peer"), (localIRK, "local")] {
+                guard let irk else { continue }
+                sighting(.irk, irk, record: record, connection: nil, context: "HCI LE Add Device To Resolving List (\(whose) IRK, \(peer))", overTheAir: false)
+            }
+        case .leEncrypt(let key):
+            sighting(.leEncryptKey, key, record: record, connection: nil, context: "HCI LE Encrypt", overTheAir: false)
         case .smp(let key, _, let pdu):
             let t = track(key, record: record)
             switch pdu {
