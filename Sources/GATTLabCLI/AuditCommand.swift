@@ -107,7 +107,7 @@ struct AuditCommand: ParsableCommand {
             switch format {
             case .text:
                 let colors = Style.forStdout(disabled: options.noColor).enabled && output == nil
-                text = reports.map { AuditText.render($0, options: renderOptions, colors: colors) }.joined(separator: "\n")
+                text = AuditText.render(reports, options: renderOptions, colors: colors)
             case .json:
                 text = (reports.count == 1 ? AuditJSON.render(reports[0], options: renderOptions) : AuditJSON.render(reports, options: renderOptions)) + "\n"
             case .sarif:

@@ -132,7 +132,7 @@ struct RedactCommand: ParsableCommand {
         } else {
             s += "redacted \(o.secrets.count) secret value\(o.secrets.count == 1 ? "" : "s") (\(o.bytesChanged) bytes in \(o.recordsChanged) records):\n"
             for x in o.secrets {
-                let value = reveal ? " was \(ProtocolTextReveal.show(x.secret))" : ""
+                let value = reveal ? " was \(SecretDisplay.show(x.secret, reveal: true))" : ""
                 s += "  \(x.kind.title), \(x.secret.count) bytes, record\(x.records.count == 1 ? "" : "s") \(x.records.map(String.init).joined(separator: ", ")) (\(x.context))\(value)\n"
             }
         }
@@ -149,23 +149,12 @@ struct RedactCommand: ParsableCommand {
         func q(_ s: String) -> String { JSONString.quote(s) }
         let secrets = o.secrets.map { x in
             "{\"kind\":\(q(x.kind.rawValue)),\"length\":\(x.secret.count),\"records\":[\(x.records.map(String.init).joined(separator: ","))],"
-                + "\"context\":\(q(x.context)),\"value\":\(q(reveal ? ProtocolTextReveal.show(x.secret) : x.secret.redacted))}"
+                + "\"context\":\(q(x.context)),\"value\":\(q(SecretDisplay.show(x.secret, reveal: reveal)))}"
         }
         let checks = o.checks.map { "{\"name\":\(q($0.name)),\"passed\":\($0.passed),\"detail\":\(q($0.detail))}" }
         return "{\"schema\":\"gattlab.redact/1\",\"input\":\(q(o.input)),\"output\":\(q(o.output)),\"format\":\(q(o.format)),"
             + "\"records\":\(o.records),\"secrets\":[\(secrets.joined(separator: ","))],\"strayCopies\":\(o.strayCopies),"
             + "\"recordsChanged\":\(o.recordsChanged),\"bytesChanged\":\(o.bytesChanged),\"addressesReplaced\":\(o.addressesMapped),"
             + "\"namesReplaced\":\(o.namesReplaced),\"checks\":[\(checks.joined(separator: ","))]}\n"
-    }
-}
-
-/// A revealed secret for people: text when it is printable UTF-8, else hex.
-enum ProtocolTextReveal {
-    static func show(_ s: Secret) -> String {
-        let bytes = s.unsafeBytes
-        if let text = String(validating: bytes, as: UTF8.self), !text.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
-            return text
-        }
-        return Hex.string(bytes)
     }
 }

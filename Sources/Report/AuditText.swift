@@ -204,3 +204,9 @@ enum AuditFormat {
         return (list.count == 1 ? "record " : "records ") + shown
     }
 }
+
+/// A secret for people: `<redacted:N bytes>` unless revealed, then text when it is printable
+/// UTF-8 (no control, line or bidi characters that could forge output), else hex.
+public enum SecretDisplay {
+    public static func show(_ s: Secret, reveal: Bool) -> String { AuditFormat.value(s, reveal: reveal).text }
+}
