@@ -8,11 +8,14 @@ public enum BearerError: Error, Sendable, Hashable, CustomStringConvertible {
     case closed
     /// A PDU larger than the bearer takes (an L2CAP SDU is at most 65535 bytes).
     case tooLarge(Int)
+    /// The bearer could not be set up (no such socket, refused, a path too long), with why.
+    case failed(String)
 
     public var description: String {
         switch self {
         case .closed: "the ATT bearer is closed"
         case .tooLarge(let n): "a PDU of \(n) bytes is larger than the bearer carries"
+        case .failed(let why): why
         }
     }
 }

@@ -1,0 +1,176 @@
+import Dispatch
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// An ATT bearer over a Unix-domain SOCK_SEQPACKET socket: one `send` is one message, as on a
+/// kernel L2CAP ATT socket, so an emulator in another process (`gattlab emulate ... --listen
+/// unix:PATH`) answers exactly as it would over the air.
+///
+/// Blocking reads run on the bearer's own dispatch queue and are bridged to async callers, so no
+/// cooperative thread waits on the socket. Reads use `poll` with a timeout, which gives the
+/// timed receive an ATT client needs (the 30 s transaction timeout).
+public final class UnixSocketBearer: TimedATTBearer, @unchecked Sendable {
+    private let fd: Int32
+    private let readQueue = DispatchQueue(label: "gattlab.unix-bearer.read")
+    private let lock = NSLock()
+    private var closed = false
+
+    init(fd: Int32) {
+        self.fd = fd
+        // A peer that vanished must end a send with an error, not kill the process.
+        var on: Int32 = 1
+        _ = setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, socklen_t(MemoryLayout<Int32>.size))
+    }
+
+    deinit { closeDescriptor() }
+
+    /// Connects to a listening emulator.
+    public static func connect(path: String) throws(BearerError) -> UnixSocketBearer {
+        let fd = socket(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue), 0)
+        guard fd >= 0 else { throw .failed("socket: \(String(cString: strerror(errno)))") }
+        var address = try UnixSocketAddress(path)
+        let rc = address.withSockaddr { Glibc.connect(fd, $0, $1) }
+        guard rc == 0 else {
+            let message = String(cString: strerror(errno))
+            Glibc.close(fd)
+            throw .failed("cannot connect to unix:\(path): \(message)")
+        }
+        return UnixSocketBearer(fd: fd)
+    }
+
+    public func send(_ pdu: [UInt8]) async throws(BearerError) {
+        guard pdu.count <= maxBearerPDU else { throw .tooLarge(pdu.count) }
+        guard !isClosed else { throw .closed }
+        let sent = pdu.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        guard sent == pdu.count else { throw .closed }
+    }
+
+    public func receive() async throws(BearerError) -> [UInt8] {
+        while true {
+            if let pdu = try await receive(within: 3_600_000_000) { return pdu }
+        }
+    }
+
+    public func receive(within microseconds: Int64) async throws(BearerError) -> [UInt8]? {
+        let fd = self.fd
+        let result: Result<[UInt8]?, BearerError> = await withCheckedContinuation { continuation in
+            readQueue.async { [weak self] in
+                guard let self, !self.isClosed else { return continuation.resume(returning: .failure(.closed)) }
+                var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                let timeout = Int32(clamping: max(0, microseconds / 1000))
+                let ready = poll(&p, 1, timeout)
+                if ready == 0 { return continuation.resume(returning: .success(nil)) }
+                guard ready > 0 else { return continuation.resume(returning: .failure(.closed)) }
+                var buffer = [UInt8](repeating: 0, count: maxBearerPDU + 1)
+                let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+                // 0 is an empty message, or the peer's close when poll also says it hung up.
+                if n == 0, p.revents & Int16(POLLHUP) == 0 { return continuation.resume(returning: .success([])) }
+                guard n > 0 else { return continuation.resume(returning: .failure(.closed)) }
+                // A message longer than any SDU was cut by recv: refuse it.
+                
+                guard n <= maxBearerPDU else { return continuation.resume(returning: .failure(.tooLarge(n))) }
+                continuation.resume(returning: .success(Array(buffer.prefix(n))))
+            }
+        }
+        return try result.get()
+    }
+
+    public func now() async -> Int64 {
+        var t = timespec()
+        clock_gettime(CLOCK_REALTIME, &t)
+        return Int64(t.tv_sec) * 1_000_000 + Int64(t.tv_nsec) / 1000
+    }
+
+    public func wait(_ microseconds: Int64) async throws(BearerError) {
+        guard !isClosed else { throw .closed }
+        try? await Task.sleep(nanoseconds: UInt64(max(0, microseconds)) * 1000)
+    }
+
+    public func close() async { closeDescriptor() }
+
+    private var isClosed: Bool {
+        lock.lock(); defer { lock.unlock() }
+        return closed
+    }
+
+    private func closeDescriptor() {
+        lock.lock(); defer { lock.unlock() }
+        guard !closed else { return }
+        closed = true
+        shutdown(fd, Int32(SHUT_RDWR))
+        Glibc.close(fd)
+    }
+}
+
+/// A listening Unix-domain SEQPACKET socket: an emulator waits here for one client after another.
+public final class UnixSocketListener: @unchecked Sendable {
+    public let path: String
+    private let fd: Int32
+    private let acceptQueue = DispatchQueue(label: "gattlab.unix-listener.accept")
+
+    /// Binds `path`. An existing socket file is replaced only when nothing listens on it (a stale
+    /// one from a crashed emulator); any other existing file is refused.
+    public init(path: String) throws(BearerError) {
+        self.path = path
+        var info = stat()
+        if lstat(path, &info) == 0 {
+            guard info.st_mode & S_IFMT == S_IFSOCK else { throw .failed("\(path) exists and is not a socket; choose another path") }
+            if (try? UnixSocketBearer.connect(path: path)) != nil { throw .failed("an emulator already listens on unix:\(path)") }
+            unlink(path)
+        }
+        let fd = socket(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue), 0)
+        guard fd >= 0 else { throw .failed("socket: \(String(cString: strerror(errno)))") }
+        var address = try UnixSocketAddress(path)
+        guard address.withSockaddr({ bind(fd, $0, $1) }) == 0, listen(fd, 4) == 0 else {
+            let message = String(cString: strerror(errno))
+            Glibc.close(fd)
+            throw .failed("cannot listen on unix:\(path): \(message)")
+        }
+        self.fd = fd
+    }
+
+    deinit {
+        Glibc.close(fd)
+        unlink(path)
+    }
+
+    /// The next client, or nil when none connects within `microseconds`.
+    public func accept(within microseconds: Int64) async -> UnixSocketBearer? {
+        let fd = self.fd
+        return await withCheckedContinuation { continuation in
+            acceptQueue.async {
+                var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                guard poll(&p, 1, Int32(clamping: max(0, microseconds / 1000))) > 0 else { return continuation.resume(returning: nil) }
+                let client = Glibc.accept(fd, nil, nil)
+                continuation.resume(returning: client >= 0 ? UnixSocketBearer(fd: client) : nil)
+            }
+        }
+    }
+}
+
+/// `sockaddr_un` for a path, refusing one longer than the kernel takes (107 bytes).
+struct UnixSocketAddress {
+    private var storage = sockaddr_un()
+
+    init(_ path: String) throws(BearerError) {
+        let bytes = Array(path.utf8)
+        let capacity = MemoryLayout.size(ofValue: storage.sun_path)
+        guard !bytes.isEmpty, bytes.count < capacity else {
+            throw .failed("unix socket path of \(bytes.count) bytes; at most \(capacity - 1)")
+        }
+        storage.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &storage.sun_path) { raw in
+            for (i, b) in bytes.enumerated() { raw[i] = b }
+            raw[bytes.count] = 0
+        }
+    }
+
+    mutating func withSockaddr<R>(_ body: (UnsafePointer<sockaddr>, socklen_t) -> R) -> R {
+        let length = socklen_t(MemoryLayout<sockaddr_un>.size)
+        return withUnsafePointer(to: &storage) { p in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, length) }
+        }
+    }
+}

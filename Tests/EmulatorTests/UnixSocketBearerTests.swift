@@ -1,0 +1,123 @@
+import ATT
+import Foundation
+import GATT
+import TestSupport
+import Transport
+import XCTest
+@testable import Emulator
+
+/// The Unix SEQPACKET bearer: the same message semantics as the in-memory pair and a kernel L2CAP
+/// ATT socket (one send, one receive, boundaries kept), timeouts, and a GATT server served through it.
+final class UnixSocketBearerTests: XCTestCase {
+    var dir: URL!
+
+    override func setUpWithError() throws {
+        dir = try Files.temporaryDirectory()
+    }
+
+    override func tearDownWithError() throws {
+        try? FileManager.default.removeItem(at: dir)
+    }
+
+    func pair() async throws -> (client: UnixSocketBearer, server: UnixSocketBearer, listener: UnixSocketListener) {
+        let listener = try UnixSocketListener(path: dir.appendingPathComponent("emu.sock").path)
+        async let accepted = listener.accept(within: 5_000_000)
+        let client = try UnixSocketBearer.connect(path: listener.path)
+        let maybe = await accepted
+        let server = try XCTUnwrap(maybe)
+        return (client, server, listener)
+    }
+
+    func testMessagesKeepOrderAndBoundaries() async throws {
+        let (client, server, listener) = try await pair()
+        _ = listener
+        let big = (0..<65_535).map { UInt8(truncatingIfNeeded: $0) }
+        try await client.send([0x02, 0xF7, 0x00])
+        try await client.send([])
+        try await client.send(big)
+        let first = try await server.receive()
+        let second = try await server.receive()
+        let third = try await server.receive()
+        XCTAssertEqual(first, [0x02, 0xF7, 0x00])
+        XCTAssertEqual(second, [], "an empty PDU is still one message")
+        XCTAssertEqual(third, big, "the largest SDU arrives whole")
+        do {
+            try await client.send(big + [0])
+            XCTFail("a PDU above 65535 bytes must be refused")
+        } catch {
+            XCTAssertEqual(error, .tooLarge(65_536))
+        }
+        try await server.send([0x03, 0x17, 0x00])
+        let back = try await client.receive()
+        XCTAssertEqual(back, [0x03, 0x17, 0x00])
+    }
+
+    func testTimeoutAndClose() async throws {
+        let (client, server, listener) = try await pair()
+        _ = listener
+        let start = Date()
+        let nothing = try await server.receive(within: 200_000)
+        XCTAssertNil(nothing)
+        XCTAssertGreaterThan(Date().timeIntervalSince(start), 0.15)
+        await client.close()
+        do {
+            _ = try await server.receive()
+            XCTFail("the peer closed: receive must end")
+        } catch {
+            XCTAssertEqual(error, .closed)
+        }
+        do {
+            try await client.send([0x0A, 0x03, 0x00])
+            XCTFail("send on a closed bearer must throw")
+        } catch {
+            XCTAssertEqual(error, .closed)
+        }
+    }
+
+    func testConnectAndListenErrorsSayWhy() async throws {
+        let missing = dir.appendingPathComponent("nobody.sock").path
+        XCTAssertThrowsError(try UnixSocketBearer.connect(path: missing)) { e in
+            XCTAssertTrue("\(e)".contains("cannot connect to unix:\(missing)"), "\(e)")
+        }
+        let file = dir.appendingPathComponent("plain").path
+        FileManager.default.createFile(atPath: file, contents: Data([1]))
+        XCTAssertThrowsError(try UnixSocketListener(path: file)) { e in XCTAssertTrue("\(e)".contains("not a socket"), "\(e)") }
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: file)), Data([1]), "an existing file is never replaced")
+        XCTAssertThrowsError(try UnixSocketListener(path: String(repeating: "x", count: 200)))
+        // A listener in use is refused; a stale socket file (its emulator gone) is taken over.
+        let path = dir.appendingPathComponent("busy.sock").path
+        var first: UnixSocketListener? = try UnixSocketListener(path: path)
+        XCTAssertThrowsError(try UnixSocketListener(path: path)) { e in XCTAssertTrue("\(e)".contains("already listens"), "\(e)") }
+        _ = first
+        first = nil
+        XCTAssertNoThrow(try UnixSocketListener(path: path))
+    }
+
+    /// A GATT server on the far end of the socket answers as it does in memory, and outlives a
+    /// client that vanishes mid-operation: the next client is served.
+    func testGATTServerOverTheSocketServesOneClientAfterAnother() async throws {
+        let listener = try UnixSocketListener(path: dir.appendingPathComponent("gatt.sock").path)
+        let table = try XCTUnwrap(BuiltInProfiles.table(named: "sensor")).table
+        for round in 0..<3 {
+            async let accepted = listener.accept(within: 5_000_000)
+            let client = try UnixSocketBearer.connect(path: listener.path)
+            let maybe = await accepted
+            let server = try XCTUnwrap(maybe)
+            let host = GATTServerHost { GATTServer(table: table, values: [3: Array("S".utf8)]) }
+            async let served = host.serve(over: server)
+            try await client.send([0x02, 0xF7, 0x00])
+            let mtu = try await client.receive()
+            XCTAssertEqual(mtu, [0x03, 0xF7, 0x00], "round \(round)")
+            try await client.send([0x0A, 0x03, 0x00])
+            let name = try await client.receive()
+            XCTAssertEqual(name, [0x0B] + Array("S".utf8))
+            if round == 1 {
+                // Vanish with a request in flight.
+                try await client.send([0x0A, 0x03, 0x00])
+            }
+            await client.close()
+            let count = await served
+            XCTAssertGreaterThanOrEqual(count, 2)
+        }
+    }
+}
