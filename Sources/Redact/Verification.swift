@@ -4,6 +4,9 @@ import Foundation
 import GATT
 
 extension Redactor {
+    /// Fragments of a secret searched for in the output: long enough not to occur by chance.
+    static let fragmentLength = 8
+
     /// The checks a redacted copy must pass before it is kept.
     static func verify(_ path: String, input: String, before: Analysis, options: RedactionOptions,
                        makeDecoder: () -> GATTDecoder, outcome: RedactionOutcome) throws(RedactionError) -> [RedactionCheck] {
@@ -14,7 +17,18 @@ extension Redactor {
         var skipped = 0
         for s in outcome.secrets {
             let v = s.secret.unsafeBytes
-            if searchable(v) { patterns.append(("\(s.kind.title) of record \(s.records.first ?? 0)", v)) } else { skipped += 1 }
+            guard searchable(v) else { skipped += 1; continue }
+            let what = "\(s.kind.title) of record \(s.records.first ?? 0)"
+            patterns.append((what, v))
+            // Fragments of passwords and tokens too: a long write splits them over parts and a
+            // server echoes each part, so a leak can hold pieces without the whole. (Keys travel
+            // whole in one PDU; a credential value that did not decode holds the SSID as well.)
+            if [.wifiPassword, .urlPassword, .urlToken].contains(s.kind), v.count >= 2 * fragmentLength {
+                for i in 0...(v.count - fragmentLength) {
+                    let window = Array(v[i..<(i + fragmentLength)])
+                    if searchable(window) { patterns.append(("a fragment of the \(what)", window)) }
+                }
+            }
         }
         for r in before.anonymizer?.replacements() ?? [] where r.from.count >= 6 { patterns.append(("an original address or name", r.from)) }
         let hits = search(path, for: patterns)

@@ -49,7 +49,8 @@ public final class Auditor {
         /// Prepare Write parts on credential and URL characteristics not executed yet.
         var prepared: [PreparedPart] = []
         /// Prepare Write Responses echo their request: request bytes -> the same bytes again.
-        var echoes: [(request: ByteOrigin.Piece, response: ByteOrigin.Piece)] = []
+        var echoes: [Int: [(request: ByteOrigin.Piece, response: ByteOrigin.Piece)]] = [:]
+        var echoCount = 0
         /// Handles of the prepared parts' characteristics, for names.
         var preparedNames: [UInt16: String] = [:]
 
@@ -119,7 +120,7 @@ public final class Auditor {
         var secret = secret
         if let connection, var location = secret.location, !connection.echoes.isEmpty {
             for (index, piece) in location.placements {
-                for echo in connection.echoes where echo.request.record == piece.record {
+                for echo in connection.echoes[piece.record] ?? [] {
                     let lo = max(piece.offset, echo.request.offset), hi = min(piece.offset + piece.count, echo.request.offset + echo.request.count)
                     guard lo < hi else { continue }
                     location.copies.append(.init(index: index + lo - piece.offset,
@@ -232,13 +233,14 @@ public final class Auditor {
             // The server echoes the part: the same bytes cross the air a second time.
             guard let i = t.prepared.lastIndex(where: { $0.handle == handle && $0.offset == offset && $0.value == value && !$0.echoed }) else { break }
             t.prepared[i].echoed = true
-            if let request = t.prepared[i].origin, let response = e.valueOrigin, request.count == response.count, t.echoes.count < 65_536 {
+            if let request = t.prepared[i].origin, let response = e.valueOrigin, request.count == response.count, t.echoCount < 65_536 {
                 var ri = 0
                 for p in request.pieces {
                     if let r = response.slice(ri..<(ri + p.count)) {
                         var at = 0
                         for q in r.pieces {
-                            t.echoes.append((.init(record: p.record, offset: p.offset + at, count: q.count), q))
+                            t.echoes[p.record, default: []].append((.init(record: p.record, offset: p.offset + at, count: q.count), q))
+                            t.echoCount += 1
                             at += q.count
                         }
                     }
