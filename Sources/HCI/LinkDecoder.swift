@@ -35,7 +35,7 @@ public final class LinkDecoder {
         /// Size of the whole L2CAP PDU, header included.
         var total: Int
         var firstFrame: Int
-        /// The records the bytes came from (SMP always, everything when tracking origins).
+        /// The records the bytes came from, when tracking origins.
         var origin = ByteOrigin()
     }
 
@@ -180,7 +180,7 @@ public final class LinkDecoder {
         bytes.reserveCapacity(total)
         bytes.append(contentsOf: fragment)
         var p = Pending(bytes: bytes, total: total, firstFrame: record.number)
-        if let o = ByteOrigin(record: record.number, data: record.data, bytes: fragment) { p.origin = o }
+        if tracksOrigins, let o = ByteOrigin(record: record.number, data: record.data, bytes: fragment) { p.origin = o }
         pending[fk] = p
     }
 
@@ -198,7 +198,7 @@ public final class LinkDecoder {
             return
         }
         p.bytes.append(contentsOf: fragment)
-        if let o = ByteOrigin(record: record.number, data: record.data, bytes: fragment) { p.origin.append(o) }
+        if tracksOrigins, let o = ByteOrigin(record: record.number, data: record.data, bytes: fragment) { p.origin.append(o) }
         if p.bytes.count < p.total {
             pending[fk] = p
             return
@@ -207,7 +207,7 @@ public final class LinkDecoder {
             completed.copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
         }
         deliverL2CAP(key, direction: direction,
-                     sdu: UnsafeRawBufferPointer(start: completed, count: p.total), record: record, origin: p.origin)
+                     sdu: UnsafeRawBufferPointer(start: completed, count: p.total), record: record, origin: tracksOrigins ? p.origin : nil)
     }
 
     /// One whole L2CAP PDU (basic header included). `origin` says where a reassembled PDU's
@@ -236,7 +236,7 @@ public final class LinkDecoder {
         case 0x0006:
             switch SMPPDU.decode(body) {
             case .success(let pdu):
-                events.append(.smp(key, direction, pdu.located(bodyOrigin(body))))
+                events.append(.smp(key, direction, tracksOrigins ? pdu.located(bodyOrigin(body)) : pdu))
             case .failure(let reason):
                 events.append(.malformed(key, .smp, reason: reason.text))
             }

@@ -53,7 +53,8 @@ final class EditableCapture {
     /// before the packet's own (interface descriptions, statistics): walk blocks to the packet.
     private func pcapngPacketOffset(from start: Int64, packet: UnsafeRawBufferPointer) -> Int64? {
         var offset = start
-        var littleEndian = sectionIsLittleEndian(before: start)
+        // The first section's byte order; a later section header met on the way is re-read.
+        var littleEndian = read(4, at: 8) != [0x1A, 0x2B, 0x3C, 0x4D]
         for _ in 0..<64 {
             let header = read(12, at: offset)
             guard header.count == 12 else { return nil }
@@ -62,7 +63,7 @@ final class EditableCapture {
                 let bom = read(4, at: offset + 8)
                 if bom == [0x4D, 0x3C, 0x2B, 0x1A] { littleEndian = true } else if bom == [0x1A, 0x2B, 0x3C, 0x4D] { littleEndian = false }
             }
-            let length = Int64(u32(type == 0x0A0D_0D0A ? read(8, at: offset) : header, 4, littleEndian))
+            let length = Int64(u32(header, 4, littleEndian))
             guard length >= 12, length % 4 == 0 else { return nil }
             let dataStart: Int64? = switch type {
             case 6, 2: offset + 28  // Enhanced Packet Block, (obsolete) Packet Block
@@ -73,11 +74,6 @@ final class EditableCapture {
             offset += length
         }
         return nil
-    }
-
-    private func sectionIsLittleEndian(before offset: Int64) -> Bool {
-        // The first section's byte order; later sections are re-read while walking.
-        read(4, at: 8) != [0x1A, 0x2B, 0x3C, 0x4D]
     }
 
     private func u32(_ b: [UInt8], _ at: Int, _ le: Bool) -> UInt32 {

@@ -108,7 +108,9 @@ public enum Redactor {
                 }
                 // A secret the decoder saw but could not place: found by value in its own records.
                 stillUnlocated.removeAll { s in
-                    guard s.records.contains(record.number), replaceAll(s.secret.unsafeBytes, in: &data, with: nil) > 0 else { return false }
+                    let value = s.secret.unsafeBytes
+                    let byValue = PatternSet([(value, [UInt8](repeating: Redaction.filler, count: value.count))])
+                    guard s.records.contains(record.number), byValue.replaceAll(in: &data) > 0 else { return false }
                     outcome.secrets.append(s)
                     return true
                 }
@@ -212,26 +214,6 @@ public enum Redactor {
     }
 
     // MARK: Pass 2
-
-    /// Replaces every occurrence of `pattern` in `data` by `replacement` (the filler when nil).
-    @discardableResult
-    static func replaceAll(_ pattern: [UInt8], in data: inout [UInt8], with replacement: [UInt8]?) -> Int {
-        guard !pattern.isEmpty, pattern.count <= data.count else { return 0 }
-        let to = replacement ?? [UInt8](repeating: Redaction.filler, count: pattern.count)
-        var count = 0
-        var i = 0
-        let first = pattern[0]
-        while i <= data.count - pattern.count {
-            if data[i] == first, data[i..<(i + pattern.count)].elementsEqual(pattern) {
-                data.replaceSubrange(i..<(i + pattern.count), with: to)
-                count += 1
-                i += pattern.count
-            } else {
-                i += 1
-            }
-        }
-        return count
-    }
 
     /// CONNECT_IND gives a connection's access address and CRC preset (CRCInit).
     static func noteConnectIndication(_ record: CaptureRecord, into map: inout [UInt32: UInt32]) {

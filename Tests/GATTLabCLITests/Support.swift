@@ -109,6 +109,38 @@ enum Harness {
     }
 }
 
+/// A check run on every real capture at once: each gives a line for the log and its problems;
+/// the lines print sorted by capture, then each problem fails the test. Returns how many agreed.
+enum EveryRealCapture {
+    struct Outcome {
+        var line: String
+        var problems: [String]
+    }
+
+    @discardableResult
+    static func check(_ files: [String], _ body: @Sendable (_ name: String, _ path: String) throws -> Outcome) -> Int {
+        final class Results: @unchecked Sendable {
+            let lock = NSLock()
+            var lines: [String] = []
+            var failures: [String] = []
+        }
+        let results = Results()
+        DispatchQueue.concurrentPerform(iterations: files.count) { i in
+            let name = files[i]
+            let path = Harness.realCaptures.appendingPathComponent(name).path
+            let outcome: Outcome
+            do { outcome = try body(name, path) } catch { outcome = Outcome(line: "\(error)", problems: ["\(error)"]) }
+            results.lock.lock()
+            results.lines.append("\(outcome.problems.isEmpty ? "ok  " : "FAIL") \(name): \(outcome.line)")
+            if !outcome.problems.isEmpty { results.failures.append("\(name): " + outcome.problems.joined(separator: "; ")) }
+            results.lock.unlock()
+        }
+        for line in results.lines.sorted(by: { $0.dropFirst(5) < $1.dropFirst(5) }) { print(line) }
+        for f in results.failures { XCTFail(f) }
+        return files.count - results.failures.count
+    }
+}
+
 struct TestSetupError: Error, CustomStringConvertible {
     var description: String
     init(_ d: String) { description = d }

@@ -75,35 +75,17 @@ final class TimelineRealCapturesTests: XCTestCase {
         _ = try Harness.tshark
         let files = try Harness.manifest()
         XCTAssertGreaterThan(files.count, 60)
-        final class Results: @unchecked Sendable {
-            let lock = NSLock()
-            var lines: [String] = []
-            var failures: [String] = []
+        let agreed = EveryRealCapture.check(files) { _, path in
+            let r = try Harness.gattlab(["timeline", "--format", "json", path], timeout: 120)
+            var problems: [String] = []
+            if r.status != 0 || r.signalled { problems.append("exit \(r.status): \(r.stderr)") }
+            let doc = (try? JSONSerialization.jsonObject(with: Data(r.stdout.utf8))) as? [String: Any] ?? [:]
+            if doc.isEmpty { problems.append("no JSON document") }
+            let ours = Self.gattlabStory(doc)
+            let theirs = try Self.tsharkStory(path)
+            if ours != theirs { problems.append("gattlab: \(ours); tshark: \(theirs)") }
+            return .init(line: "\(theirs)", problems: problems)
         }
-        let results = Results()
-        DispatchQueue.concurrentPerform(iterations: files.count) { i in
-            let path = Harness.realCaptures.appendingPathComponent(files[i]).path
-            do {
-                let r = try Harness.gattlab(["timeline", "--format", "json", path], timeout: 120)
-                var problems: [String] = []
-                if r.status != 0 || r.signalled { problems.append("exit \(r.status): \(r.stderr)") }
-                let doc = (try? JSONSerialization.jsonObject(with: Data(r.stdout.utf8))) as? [String: Any] ?? [:]
-                if doc.isEmpty { problems.append("no JSON document") }
-                let ours = Self.gattlabStory(doc)
-                let theirs = try Self.tsharkStory(path)
-                if ours != theirs { problems.append("gattlab: \(ours); tshark: \(theirs)") }
-                results.lock.lock()
-                results.lines.append("\(problems.isEmpty ? "ok  " : "FAIL") \(files[i]): \(theirs)")
-                if !problems.isEmpty { results.failures.append("\(files[i]): " + problems.joined(separator: "; ")) }
-                results.lock.unlock()
-            } catch {
-                results.lock.lock()
-                results.failures.append("\(files[i]): \(error)")
-                results.lock.unlock()
-            }
-        }
-        for line in results.lines.sorted(by: { $0.dropFirst(5) < $1.dropFirst(5) }) { print(line) }
-        print("timeline link story: \(files.count - results.failures.count) of \(files.count) real captures agree with tshark")
-        for f in results.failures { XCTFail(f) }
+        print("timeline link story: \(agreed) of \(files.count) real captures agree with tshark")
     }
 }

@@ -69,47 +69,34 @@ final class WiresharkConformanceTests: XCTestCase {
         _ = try Harness.tshark
         let files = try Harness.manifest()
         XCTAssertGreaterThan(files.count, 60, "MANIFEST.tsv lists the real captures")
-        final class Results: @unchecked Sendable {
+        final class Total: @unchecked Sendable {
             let lock = NSLock()
-            var lines: [String] = []
-            var failures: [String] = []
-            var totalPDUs = 0
+            var pdus = 0
         }
-        let results = Results()
-        DispatchQueue.concurrentPerform(iterations: files.count) { i in
-            let name = files[i]
-            let path = Harness.realCaptures.appendingPathComponent(name).path
-            do {
-                let t = try Self.tsharkView(path)
-                let g = try Self.gattlabView(path)
-                var problems: [String] = []
-                if g.status != 0 { problems.append("exit \(g.status): \(g.stderr)") }
-                if t.pdus != g.pdus {
-                    let onlyT = Set(t.pdus).subtracting(g.pdus).sorted { $0.frame < $1.frame }.prefix(10)
-                    let onlyG = Set(g.pdus).subtracting(t.pdus).sorted { $0.frame < $1.frame }.prefix(10)
-                    problems.append("opcodes differ (tshark \(t.pdus.count), gattlab \(g.pdus.count)); only tshark: \(Array(onlyT)), only gattlab: \(Array(onlyG))")
-                }
-                let gMalformed = g.malformed.subtracting(t.valueMalformed)
-                if t.malformed != gMalformed {
-                    problems.append("malformed differ; only tshark: \(t.malformed.subtracting(gMalformed).sorted { $0.frame < $1.frame }), only gattlab: \(gMalformed.subtracting(t.malformed).sorted { $0.frame < $1.frame })")
-                }
-                results.lock.lock()
-                results.totalPDUs += t.pdus.count
-                var line = "\(problems.isEmpty ? "ok  " : "FAIL") \(name): \(t.pdus.count) ATT PDUs, \(t.malformed.count) malformed"
-                if !t.valueMalformed.isEmpty {
-                    line += "; left out, malformed in a value dissector above ATT: \(t.valueMalformed.sorted { $0.frame < $1.frame })"
-                }
-                results.lines.append(line)
-                if !problems.isEmpty { results.failures.append("\(name): " + problems.joined(separator: "; ")) }
-                results.lock.unlock()
-            } catch {
-                results.lock.lock()
-                results.failures.append("\(name): \(error)")
-                results.lock.unlock()
+        let total = Total()
+        let agreed = EveryRealCapture.check(files) { name, path in
+            let t = try Self.tsharkView(path)
+            let g = try Self.gattlabView(path)
+            var problems: [String] = []
+            if g.status != 0 { problems.append("exit \(g.status): \(g.stderr)") }
+            if t.pdus != g.pdus {
+                let onlyT = Set(t.pdus).subtracting(g.pdus).sorted { $0.frame < $1.frame }.prefix(10)
+                let onlyG = Set(g.pdus).subtracting(t.pdus).sorted { $0.frame < $1.frame }.prefix(10)
+                problems.append("opcodes differ (tshark \(t.pdus.count), gattlab \(g.pdus.count)); only tshark: \(Array(onlyT)), only gattlab: \(Array(onlyG))")
             }
+            let gMalformed = g.malformed.subtracting(t.valueMalformed)
+            if t.malformed != gMalformed {
+                problems.append("malformed differ; only tshark: \(t.malformed.subtracting(gMalformed).sorted { $0.frame < $1.frame }), only gattlab: \(gMalformed.subtracting(t.malformed).sorted { $0.frame < $1.frame })")
+            }
+            total.lock.lock()
+            total.pdus += t.pdus.count
+            total.lock.unlock()
+            var line = "\(t.pdus.count) ATT PDUs, \(t.malformed.count) malformed"
+            if !t.valueMalformed.isEmpty {
+                line += "; left out, malformed in a value dissector above ATT: \(t.valueMalformed.sorted { $0.frame < $1.frame })"
+            }
+            return .init(line: line, problems: problems)
         }
-        for line in results.lines.sorted(by: { $0.dropFirst(5) < $1.dropFirst(5) }) { print(line) }
-        print("conformance: \(files.count - results.failures.count) of \(files.count) captures agree with tshark on \(results.totalPDUs) ATT PDUs")
-        for f in results.failures { XCTFail(f) }
+        print("conformance: \(agreed) of \(files.count) captures agree with tshark on \(total.pdus) ATT PDUs")
     }
 }

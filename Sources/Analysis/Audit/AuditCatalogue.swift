@@ -20,9 +20,7 @@ public struct AuditRuleInfo: Sendable, Hashable {
 /// The public face of `AuditRules.catalogue`.
 public enum AuditCatalogue {
     /// Every rule, in catalogue order (the order SARIF's `ruleIndex` counts in).
-    public static let rules: [AuditRuleInfo] = AuditRules.catalogue.map {
-        AuditRuleInfo(id: $0.id, defaultSeverity: $0.severity, title: $0.title, fix: $0.fix)
-    }
+    public static let rules: [AuditRuleInfo] = AuditRules.catalogue
 
     public static func rule(id: String) -> AuditRuleInfo? { rules.first { $0.id == id } }
 }

@@ -6,50 +6,43 @@ import Profiles
 /// The catalogue (`AuditRules.catalogue`) is what SARIF lists as the tool's rules and what the
 /// README documents.
 enum AuditRules {
-    struct Rule {
-        var id: String
-        var severity: AuditFinding.Severity
-        var title: String
-        var fix: String
-    }
-
-    static let catalogue: [Rule] = [
-        Rule(id: "credentials.unencrypted-link", severity: .error, title: "Wi-Fi credentials sent over an unencrypted link",
+    static let catalogue: [AuditRuleInfo] = [
+        AuditRuleInfo(id: "credentials.unencrypted-link", defaultSeverity: .error, title: "Wi-Fi credentials sent over an unencrypted link",
              fix: "Require encryption on the credential characteristic (an encrypted-write permission: the device answers Insufficient Encryption and the phone pairs first), and pair before provisioning."),
-        Rule(id: "credentials.before-encryption", severity: .error, title: "Wi-Fi credentials sent before the link was encrypted",
+        AuditRuleInfo(id: "credentials.before-encryption", defaultSeverity: .error, title: "Wi-Fi credentials sent before the link was encrypted",
              fix: "Pair and encrypt before writing credentials: give the characteristic an encrypted-write permission so an early write is refused instead of accepted in the clear."),
-        Rule(id: "pairing.just-works", severity: .warning, title: "Just Works pairing: no protection against a man in the middle",
+        AuditRuleInfo(id: "pairing.just-works", defaultSeverity: .warning, title: "Just Works pairing: no protection against a man in the middle",
              fix: "Use an authenticated association model (Numeric Comparison or Passkey Entry, or OOB): give the device a display or a button and set its IO capabilities accordingly."),
-        Rule(id: "pairing.legacy", severity: .warning, title: "LE legacy pairing (no LE Secure Connections)",
+        AuditRuleInfo(id: "pairing.legacy", defaultSeverity: .warning, title: "LE legacy pairing (no LE Secure Connections)",
              fix: "Enable LE Secure Connections (SC flag in AuthReq) on both sides and refuse legacy pairing (Secure Connections Only mode): a legacy pairing captured off the air yields its keys."),
-        Rule(id: "pairing.no-mitm", severity: .warning, title: "Neither side asked for MITM protection",
+        AuditRuleInfo(id: "pairing.no-mitm", defaultSeverity: .warning, title: "Neither side asked for MITM protection",
              fix: "Set the MITM flag in AuthReq on the device and require authenticated pairing for the characteristics that take credentials."),
-        Rule(id: "encryption.short-key", severity: .warning, title: "Encryption key shorter than 16 bytes",
+        AuditRuleInfo(id: "encryption.short-key", defaultSeverity: .warning, title: "Encryption key shorter than 16 bytes",
              fix: "Accept only 16-byte keys (maximum encryption key size 16 and a minimum of 16 on the device); short keys can be brute-forced (KNOB)."),
-        Rule(id: "secrets.readable", severity: .error, title: "A secret can be read back from the device",
+        AuditRuleInfo(id: "secrets.readable", defaultSeverity: .error, title: "A secret can be read back from the device",
              fix: "Make credential characteristics write-only (no Read property), or return nothing but a status."),
-        Rule(id: "ota.open-control", severity: .error, title: "OTA commands accepted on an unencrypted, unauthenticated link",
+        AuditRuleInfo(id: "ota.open-control", defaultSeverity: .error, title: "OTA commands accepted on an unencrypted, unauthenticated link",
              fix: "Require an encrypted, authenticated link (and a bonded phone) for OTA_URL and OTA_CONTROL writes: anyone in radio range can otherwise start, reboot or roll back an update."),
-        Rule(id: "ota.url-plain-http", severity: .warning, title: "Firmware URL over plain http",
+        AuditRuleInfo(id: "ota.url-plain-http", defaultSeverity: .warning, title: "Firmware URL over plain http",
              fix: "Serve firmware over https and verify the server, and sign images so a swapped download is refused."),
-        Rule(id: "ota.url-credentials", severity: .error, title: "Firmware URL carries a user name and password",
+        AuditRuleInfo(id: "ota.url-credentials", defaultSeverity: .error, title: "Firmware URL carries a user name and password",
              fix: "Do not put credentials in the URL: use short-lived signed URLs or a token the device keeps, never sent over BLE."),
-        Rule(id: "ota.url-token", severity: .warning, title: "Firmware URL carries a token in its query",
+        AuditRuleInfo(id: "ota.url-token", defaultSeverity: .warning, title: "Firmware URL carries a token in its query",
              fix: "Use short-lived, single-use download tokens and https; the token crossed the air with the URL."),
-        Rule(id: "esp.security0", severity: .error, title: "ESP-IDF provisioning with security 0 (no encryption)",
+        AuditRuleInfo(id: "esp.security0", defaultSeverity: .error, title: "ESP-IDF provisioning with security 0 (no encryption)",
              fix: "Use protocomm security 2 (SRP6a) or at least security 1 with a proof of possession (WIFI_PROV_SECURITY_1 and a PoP)."),
-        Rule(id: "esp.security1-no-pop", severity: .warning, title: "ESP-IDF security 1 without a proof of possession",
+        AuditRuleInfo(id: "esp.security1-no-pop", defaultSeverity: .warning, title: "ESP-IDF security 1 without a proof of possession",
              fix: "Give the device a proof of possession (printed on it or shown in its app) so only its owner can provision it, or use security 2."),
-        Rule(id: "nrf7.control-point-unencrypted", severity: .error, title: "nRF7 provisioning control point used without encryption",
+        AuditRuleInfo(id: "nrf7.control-point-unencrypted", defaultSeverity: .error, title: "nRF7 provisioning control point used without encryption",
              fix: "Keep the control point's encrypted permissions (BT_GATT_PERM_WRITE_ENCRYPT / authenticated) as the Wi-Fi provisioning sample has them, and pair first."),
-        Rule(id: "capture.holds-secrets", severity: .note, title: "The capture holds secret values",
+        AuditRuleInfo(id: "capture.holds-secrets", defaultSeverity: .note, title: "The capture holds secret values",
              fix: "Run `gattlab redact` on it before sharing it."),
-        Rule(id: "audit.unknown-handles", severity: .note, title: "Writes to handles of unknown characteristics",
+        AuditRuleInfo(id: "audit.unknown-handles", defaultSeverity: .note, title: "Writes to handles of unknown characteristics",
              fix: "Give --profile NAME or --gatt-table FILE so the handles are named, then audit again."),
     ]
 
-    static func rule(_ id: String) -> Rule {
-        catalogue.first { $0.id == id } ?? Rule(id: id, severity: .warning, title: id, fix: "")
+    static func rule(_ id: String) -> AuditRuleInfo {
+        catalogue.first { $0.id == id } ?? AuditRuleInfo(id: id, defaultSeverity: .warning, title: id, fix: "")
     }
 
     static func findings(for t: Auditor.ConnectionTrack) -> [AuditFinding] {
@@ -57,7 +50,7 @@ enum AuditRules {
         let connection = t.link.connection
         func add(_ id: String, _ evidence: String, _ records: [Int], _ time: Int64?, severity: AuditFinding.Severity? = nil) {
             let r = rule(id)
-            out.append(AuditFinding(id: id, severity: severity ?? r.severity, title: r.title, evidence: evidence, fix: r.fix,
+            out.append(AuditFinding(id: id, severity: severity ?? r.defaultSeverity, title: r.title, evidence: evidence, fix: r.fix,
                                     connection: connection, records: Array(records.prefix(16)), time: time))
         }
         func list(_ items: [(what: String, record: Int, time: Int64)]) -> String {

@@ -286,9 +286,6 @@ public final class Auditor {
                 let secret = Secret(Array(u.bytes[part.range]), label: kind.title).located(e.origin?.slice(part.range))
                 sighting(kind, secret, record: record, connection: t, context: place, overTheAir: true)
             }
-        case .otaControl(let c)?:
-            // Commands by Write Command are counted in consumeATT; Write Requests when answered.
-            _ = c
         case .nrf7Request(let r)?:
             if !t.encrypted {
                 t.nrf7Unencrypted.appendCapped((r.opCode?.description ?? "request", e.firstFrame, e.time))
@@ -381,7 +378,7 @@ public final class Auditor {
 
     private func finding(_ id: String, _ evidence: String, connection: String?, records: [Int], time: Int64?) -> AuditFinding {
         let rule = AuditRules.rule(id)
-        return AuditFinding(id: id, severity: rule.severity, title: rule.title, evidence: evidence, fix: rule.fix,
+        return AuditFinding(id: id, severity: rule.defaultSeverity, title: rule.title, evidence: evidence, fix: rule.fix,
                             connection: connection, records: records, time: time)
     }
 
