@@ -16,7 +16,7 @@ let package = Package(
     platforms: [.macOS(.v13)],
     products: [
         .executable(name: "gattlab", targets: ["gattlab"]),
-        .library(name: "GATTLab", targets: ["Capture", "HCI", "ATT", "GATT", "Profiles", "Analysis", "Report", "Redact", "Transport", "Emulator"]),
+        .library(name: "GATTLab", targets: ["Capture", "HCI", "ATT", "GATT", "Profiles", "Analysis", "Report", "Redact", "Transport", "Emulator", "Replay"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -52,6 +52,8 @@ let package = Package(
         .target(name: "Transport", dependencies: ["ATT"], swiftSettings: strict),
         // Emulated devices: a GATT server on the ATT codec, device models with faults, recording.
         .target(name: "Emulator", dependencies: ["Profiles", "Transport", "GATT", "ATT", "HCI", "Capture"], swiftSettings: strict),
+        // Replay: scripts from captures, a runner over any bearer, the comparison with the recording.
+        .target(name: "Replay", dependencies: ["Emulator", "Profiles", "Transport", "GATT", "ATT", "HCI", "Capture"], swiftSettings: strict),
         // Timelines and diagnoses over the decoded events.
         .target(name: "Analysis", dependencies: ["Profiles", "GATT", "ATT", "HCI", "Capture"], swiftSettings: strict),
         // Capture redaction: secrets overwritten in place, addresses and names replaced, the result proven.
@@ -65,7 +67,7 @@ let package = Package(
         .target(
             name: "GATTLabCLI",
             dependencies: [
-                "Capture", "HCI", "ATT", "GATT", "Profiles", "Transport", "Emulator", "Analysis", "Report", "Redact",
+                "Capture", "HCI", "ATT", "GATT", "Profiles", "Transport", "Emulator", "Analysis", "Report", "Redact", "Replay",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict),
@@ -81,6 +83,7 @@ let package = Package(
         .testTarget(name: "EmulatorTests", dependencies: ["Emulator", "Transport", "Profiles", "GATT", "ATT", "HCI", "Capture", "TestSupport"]),
         .testTarget(name: "AnalysisTests", dependencies: ["Analysis", "Report", "Emulator", "Profiles", "GATT", "ATT", "HCI", "Capture", "TestSupport"]),
         .testTarget(name: "RedactTests", dependencies: ["Redact", "Analysis", "Emulator", "Profiles", "GATT", "ATT", "HCI", "Capture", "TestSupport"]),
+        .testTarget(name: "ReplayTests", dependencies: ["Replay", "Emulator", "Transport", "Profiles", "GATT", "ATT", "Capture", "TestSupport"]),
         .testTarget(name: "GATTLabCLITests", dependencies: ["GATTLabCLI", "GATT", "Capture", "Emulator", "TestSupport"], exclude: ["Fixtures"]),
     ],
     swiftLanguageModes: [.v6]

@@ -37,11 +37,23 @@ public actor ScriptedCentral {
     /// Every notification value received, in order, by handle.
     public private(set) var notified: [(UInt16, [UInt8])] = []
 
-    public static let transactionTimeout: Int64 = 30_000_000
+    /// The ATT transaction timeout (Core Vol 3 Part F 3.3.3): 30 s; replay tests shorten it.
+    public static let defaultTransactionTimeout: Int64 = 30_000_000
+    public let transactionTimeout: Int64
 
-    public init(bearer: any TimedATTBearer & LinkControl) {
+    public init(bearer: any TimedATTBearer & LinkControl, transactionTimeout: Int64 = ScriptedCentral.defaultTransactionTimeout) {
         self.bearer = bearer
+        self.transactionTimeout = transactionTimeout
     }
+
+    /// Notifications received and not consumed by a wait, oldest first, and forgets them.
+    public func takeUnconsumedNotifications() -> [(handle: UInt16, value: [UInt8])] {
+        defer { notifications = [] }
+        return notifications.map { (handle: $0.0, value: $0.1) }
+    }
+
+    /// Sets the table instead of discovering it (a replay of a capture without discovery).
+    public func use(_ table: AttributeTable) { self.table = table }
 
     public func connect() async {
         await bearer.connect()
@@ -68,7 +80,7 @@ public actor ScriptedCentral {
         do { try await bearer.send(pdu.encode()) } catch { throw .bearer(error) }
         while true {
             let bytes: [UInt8]?
-            do { bytes = try await bearer.receive(within: Self.transactionTimeout) } catch { throw .bearer(error) }
+            do { bytes = try await bearer.receive(within: transactionTimeout) } catch { throw .bearer(error) }
             guard let bytes else { throw .timeout }
             guard let answer = try? ATTPDU.decode(bytes) else { throw .unexpected("undecodable PDU \(bytes)") }
             if try await keepIfServerInitiated(answer) { continue }

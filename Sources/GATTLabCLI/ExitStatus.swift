@@ -13,6 +13,8 @@ public enum ExitStatus: Int32, CaseIterable {
     case badInput = 65
     /// An input could not be opened.
     case noInput = 66
+    /// The target of a replay failed: it could not be reached, it hung up, or it stopped answering.
+    case unavailable = 69
     /// GATTLab could not complete the job safely (a redacted file failed its own checks).
     case software = 70
     /// An output could not be created (exists without --force, no permission).
@@ -37,8 +39,9 @@ public enum ExitStatus: Int32, CaseIterable {
             case .badInput: 2
             case .noInput: 3
             case .software: 4
-            case .cannotCreate: 5
-            case .usage: 6
+            case .unavailable: 5
+            case .cannotCreate: 6
+            case .usage: 7
             }
         }
         return rank(other) > rank(self) ? other : self

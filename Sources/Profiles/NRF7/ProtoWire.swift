@@ -20,7 +20,7 @@ public struct ProtoEnumValue: Sendable, Hashable, CustomStringConvertible {
 /// The few protobuf wire-format operations the generated code does not offer: walking fields
 /// to locate a structural error and to list or edit unknown fields, and writing a varint field.
 /// Shared by the nRF7 and ESP-IDF decoders. Never traps: every length is checked.
-enum ProtoWire {
+public enum ProtoWire {
     struct Field {
         var number: Int
         var wireType: Int
@@ -81,7 +81,7 @@ enum ProtoWire {
     /// Where the content of the length-delimited field at `path` lies (field numbers from the
     /// outer message in), the last occurrence at each level as protobuf merges them; nil when
     /// absent or when the structure is broken. Redaction locates passphrases with it.
-    static func bytesField(_ path: [Int], in b: [UInt8]) -> Range<Int>? {
+    public static func bytesField(_ path: [Int], in b: [UInt8]) -> Range<Int>? {
         var window = 0..<b.count
         for number in path {
             guard let list = try? fields(Array(b[window])).get(),

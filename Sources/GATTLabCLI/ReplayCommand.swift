@@ -1,0 +1,316 @@
+import ArgumentParser
+import Capture
+import Emulator
+import Foundation
+import Replay
+import Transport
+
+/// `gattlab replay`: a recorded session as a script, run again against an emulated or real device.
+struct ReplayCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "replay",
+        abstract: "Turn a recorded session into a script and run it again against an emulated or a real device.",
+        discussion: """
+            A field capture becomes a test: `extract` writes the phone's side of a session as an \
+            editable JSON script (steps by characteristic UUID, recorded answers as expectations), \
+            `run` replays it against a target and compares every answer with the recording by \
+            protocol meaning (OTA states and errors, scan results, ATT errors), tolerating what \
+            differs from run to run (progress, RSSI, timing).
+
+            Examples:
+              gattlab replay extract field.btsnoop -o session.json
+              gattlab replay run session.json --target emu:speaker --set password='lab password'
+              gattlab replay run Captures/emulated/speaker-ota-mtu247.btsnoop --target emu:speaker-ota --timing fast
+              gattlab emulate speaker --listen unix:/tmp/speaker.sock &
+              gattlab replay run session.json --target unix:/tmp/speaker.sock --set password=... --record replay.btsnoop
+              gattlab replay run session.json --target bluez:hci0/C0:11:22:33:44:55/random --allow-writes --set password=...
+            """,
+        subcommands: [Extract.self, Run.self])
+
+    struct Extract: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "extract",
+            abstract: "Write the phone's side of a recorded session as a replay script (JSON).",
+            discussion: """
+                Takes every connection to the device of the first connection with ATT traffic \
+                (reconnections included), or the one --connection or --peer names. Discovery \
+                becomes one step; long writes one write; notifications become steps that wait, \
+                with a timeout, for the equivalent notification. Passwords, passphrases and URL \
+                secrets are overwritten with '*' unless --reveal-secrets: such a script needs \
+                --set at run time, so recorded credentials never reach a device by accident.
+                """)
+
+        @Argument(help: ArgumentHelp("The capture (btsnoop, PacketLogger, pcap, pcapng).", valueName: "capture"))
+        var capture: String
+
+        @Option(name: [.customShort("o"), .long], help: ArgumentHelp("Write the script here (default: standard output).", valueName: "file"))
+        var output: String?
+
+        @Flag(name: .long, help: "Replace the output if it exists.")
+        var force = false
+
+        @Option(name: .long, help: ArgumentHelp("Only this connection (as decode shows it: 0x0040).", valueName: "handle"))
+        var connection: String?
+
+        @Option(name: .long, help: ArgumentHelp("Every connection to this device address.", valueName: "address"))
+        var peer: String?
+
+        @Flag(name: .customLong("reveal-secrets"), help: "Keep recorded passwords and URL secrets in the script.")
+        var revealSecrets = false
+
+        func run() throws {
+            let options = ExtractOptions(connection: connection, peer: peer, revealSecrets: revealSecrets)
+            let script = try ReplayCommand.extract(capture, options)
+            if let output {
+                try OutputFiles.write(script.json(), to: output, force: force, protecting: [capture])
+                printError("\(output): \(script.steps.count) steps from \(script.source.connections.count) connection\(script.source.connections.count == 1 ? "" : "s") to \(script.source.peer ?? "the device")\(script.redacted ? "; secrets redacted (give them with --set at run time)" : "")")
+            } else {
+                let out = OutputStream()
+                out.write(script.json())
+                out.flush()
+            }
+        }
+    }
+
+    struct Run: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "run",
+            abstract: "Replay a script (or a capture) against a target and compare with the recording.",
+            discussion: """
+                Targets:
+                  emu:NAME        an emulated device in this process: speaker, sensor, nrf7, esp, or a \
+                scenario name for that scenario's device and faults (see `gattlab emulate list`)
+                  unix:PATH       an emulator process: gattlab emulate NAME --listen unix:PATH
+                  bluez:hciN/ADDR[/public|random]   a real device through the kernel's L2CAP ATT socket
+
+                Exit codes: 0 equivalent, 1 diverged, 69 the target failed (no connection, it hung \
+                up, or no answer within the ATT timeout), 64 usage, 65 a bad script or capture.
+
+                Timing: `recorded` keeps the phone's delays between steps, `fast` drops them, a \
+                number divides them. Waits for answers and notifications keep their timeouts.
+
+                A capture given instead of a script is extracted first; against bluez: its \
+                secrets are redacted, so --set must give them. Against bluez:, writes and \
+                commands are sent only with --allow-writes; otherwise the run is read-only and \
+                says what it skipped.
+                """)
+
+        @Argument(help: ArgumentHelp("A script from `replay extract`, or a capture.", valueName: "script"))
+        var input: String
+
+        @Option(name: .long, help: ArgumentHelp("emu:NAME, unix:PATH or bluez:hciN/ADDR[/public|random].", valueName: "target"))
+        var target: String
+
+        @Option(name: .long, help: ArgumentHelp("recorded, fast, or a speed factor (10 = ten times faster).", valueName: "timing"))
+        var timing: String = "recorded"
+
+        @Option(name: .customLong("set"), help: ArgumentHelp("Substitute a value: ssid=..., password=..., url=... (repeatable).", valueName: "name=value"))
+        var settings: [String] = []
+
+        @Flag(name: .customLong("allow-writes"), help: "Send writes and commands to a bluez: target.")
+        var allowWrites = false
+
+        @Option(name: .long, help: ArgumentHelp("bluez: security level: low, medium (encrypted) or high (MITM).", valueName: "level"))
+        var security: String = "low"
+
+        @Option(name: .long, help: ArgumentHelp("Record the replay as btsnoop here.", valueName: "file"))
+        var record: String?
+
+        @Flag(name: .long, help: "Replace the --record file if it exists.")
+        var force = false
+
+        @Option(name: .long, help: "The emulated device's seed (emu:); the recording's seed reproduces its scan results and session keys.")
+        var seed: UInt64 = 1
+
+        @Option(name: .customLong("att-timeout"), help: ArgumentHelp("Seconds to wait for an answer before the target counts as failed.", valueName: "seconds"))
+        var attTimeout: Double = 30
+
+        @Option(name: .long, help: "Report format: text or json.")
+        var format: OutputFormatOption = .text
+
+        @Flag(name: .shortAndLong, help: "List every step, not only those that differ.")
+        var verbose = false
+
+        @Flag(name: .customLong("no-color"), help: "No colour in text output (also NO_COLOR).")
+        var noColor = false
+
+        func validate() throws {
+            guard ReplayTiming(timing) != nil else { throw ValidationError("--timing must be recorded, fast or a positive number") }
+            guard attTimeout > 0, attTimeout <= 3600 else { throw ValidationError("--att-timeout must be between 0 and 3600 seconds") }
+            for s in settings where !s.contains("=") { throw ValidationError("--set takes name=value, not '\(s)'") }
+            guard ["low", "medium", "high"].contains(security) else { throw ValidationError("--security must be low, medium or high") }
+            _ = try ReplayTarget.parse(target)
+        }
+
+        func run() throws {
+            let target = try ReplayTarget.parse(target)
+            var options = ReplayOptions(timing: ReplayTiming(timing) ?? .recorded,
+                                        settings: Dictionary(settings.map { s in
+                                            let i = s.firstIndex(of: "=") ?? s.endIndex
+                                            return (String(s[..<i]), String(s[s.index(after: i)...]))
+                                        }, uniquingKeysWith: { $1 }),
+                                        readOnly: target.isRealDevice && !allowWrites,
+                                        attTimeout: Int64(attTimeout * 1_000_000))
+            let script = try loadScript(revealSecrets: !target.isRealDevice)
+            if let record, FileManager.default.fileExists(atPath: record), !force {
+                printError("gattlab: error: \(record) exists; add --force to replace it")
+                throw ExitStatus.cannotCreate.exitCode
+            }
+            let runner = ReplayRunner(script: script, options: options)
+            do { _ = try runner.values() } catch {
+                printError("gattlab: error: \(error.description)")
+                throw ExitStatus.usage.exitCode
+            }
+            let link: any TimedATTBearer & LinkControl
+            let recordingLink: RecordingLink?
+            let emulated: EmulatedLink?
+            switch target {
+            case .emulated(let spec):
+                let e = EmulatedLink(seed: seed, device: spec.factory)
+                link = e
+                emulated = e
+                recordingLink = nil
+            case .unix, .bluez:
+                let inner = try target.link(security: security)
+                options.connectFailure = inner.failure
+                let wrapped = RecordingLink(inner.link)
+                link = wrapped
+                recordingLink = wrapped
+                emulated = nil
+            }
+            let box = ReportBox()
+            let semaphore = DispatchSemaphore(value: 0)
+            let label = target.description
+            let finalOptions = options
+            Task {
+                do throws(ReplayError) {
+                    box.set(.success(try await ReplayRunner(script: script, options: finalOptions).run(on: link, target: label)))
+                } catch {
+                    box.set(.failure(error))
+                }
+                if record != nil {
+                    let recording = if let emulated { await emulated.recording() } else { await recordingLink?.recording() ?? Recording() }
+                    box.setRecording(recording)
+                }
+                semaphore.signal()
+            }
+            semaphore.wait()
+            let report: ReplayReport
+            switch box.get() {
+            case .success(let r): report = r
+            case .failure(let e):
+                printError("gattlab: error: \(e.description)")
+                throw ExitStatus.usage.exitCode
+            case nil: throw ExitStatus.software.exitCode
+            }
+            if let record, let recording = box.recording() {
+                do {
+                    try recording.write(to: record, overwrite: force)
+                    printError("\(record): the replay recorded, \(recording.packets.count) HCI packets")
+                } catch {
+                    printError("gattlab: error: \(error.description)")
+                    throw ExitStatus.cannotCreate.exitCode
+                }
+            }
+            let out = OutputStream()
+            switch format {
+            case .json: out.write(report.json())
+            case .text: out.write(report.text(verbose: verbose, color: Style.forStdout(disabled: noColor).enabled))
+            }
+            out.flush()
+            switch report.verdict {
+            case .equivalent: return
+            case .diverged: throw ExitStatus.finding.exitCode
+            case .targetFailed: throw ExitStatus.unavailable.exitCode
+            }
+        }
+
+        /// A script file, or a capture extracted on the fly (its secrets kept only for emulators).
+        func loadScript(revealSecrets: Bool) throws -> SessionScript {
+            guard let data = FileManager.default.contents(atPath: input) else {
+                printError("gattlab: error: \(input): cannot open")
+                throw ExitStatus.noInput.exitCode
+            }
+            if data.first(where: { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }) == UInt8(ascii: "{") {
+                do {
+                    return try SessionScript.parse(data, path: input)
+                } catch {
+                    printError("gattlab: error: \(error.description)")
+                    throw ExitStatus.badInput.exitCode
+                }
+            }
+            return try ReplayCommand.extract(input, ExtractOptions(revealSecrets: revealSecrets))
+        }
+    }
+
+    /// Extraction with the CLI's errors: capture errors as one line (file, record, offset).
+    static func extract(_ path: String, _ options: ExtractOptions) throws -> SessionScript {
+        do {
+            return try ScriptExtractor.extract(path: path, options: options)
+        } catch let error as CaptureError {
+            throw report(error, decoded: 0).exitCode
+        } catch let error as ReplayError {
+            printError("gattlab: error: \(error.description)")
+            throw ExitStatus.badInput.exitCode
+        }
+    }
+}
+
+/// Where `replay run` sends the script.
+enum ReplayTarget: CustomStringConvertible {
+    case emulated(EmulatedDeviceSpec)
+    case unix(String)
+    case bluez(String)
+
+    static func parse(_ text: String) throws -> ReplayTarget {
+        if text.hasPrefix("emu:") {
+            let name = String(text.dropFirst(4))
+            guard let spec = EmulatedDeviceSpec.named(name) else {
+                throw ValidationError("no emulated device '\(name)'; try speaker, sensor, nrf7, esp or a scenario name (gattlab emulate list)")
+            }
+            return .emulated(spec)
+        }
+        if text.hasPrefix("unix:") {
+            let path = String(text.dropFirst(5))
+            guard !path.isEmpty else { throw ValidationError("unix: needs the emulator's socket path: unix:/tmp/speaker.sock") }
+            return .unix(path)
+        }
+        if text.hasPrefix("bluez:") { return .bluez(String(text.dropFirst(6))) }
+        throw ValidationError("--target must be emu:NAME, unix:PATH or bluez:hciN/ADDR, not '\(text)'")
+    }
+
+    var isRealDevice: Bool {
+        if case .bluez = self { return true }
+        return false
+    }
+
+    var description: String {
+        switch self {
+        case .emulated(let s): "emu:\(s.name)"
+        case .unix(let p): "unix:\(p)"
+        case .bluez(let t): "bluez:\(t)"
+        }
+    }
+
+    /// The link to a target outside this process, and how to ask it why a connection failed.
+    func link(security: String) throws -> (link: any TimedATTBearer & LinkControl, failure: @Sendable () async -> String?) {
+        switch self {
+        case .emulated:
+            throw ExitStatus.software.exitCode
+        case .unix, .bluez:
+            printError("gattlab: error: the bluez: target is not built yet")
+            throw ExitStatus.usage.exitCode
+        }
+    }
+}
+
+/// Carries a replay's result from its task to the command's thread.
+private final class ReportBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Result<ReplayReport, ReplayError>?
+    private var recorded: Recording?
+    func set(_ v: Result<ReplayReport, ReplayError>) { lock.withLock { value = v } }
+    func get() -> Result<ReplayReport, ReplayError>? { lock.withLock { value } }
+    func setRecording(_ r: Recording) { lock.withLock { recorded = r } }
+    func recording() -> Recording? { lock.withLock { recorded } }
+}

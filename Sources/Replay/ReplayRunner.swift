@@ -1,0 +1,489 @@
+import ATT
+import Emulator
+import GATT
+import Transport
+
+/// How a replay is paced.
+public enum ReplayTiming: Sendable, Hashable, CustomStringConvertible {
+    /// The recorded delays between the phone's steps.
+    case recorded
+    /// No delays: each step as soon as the previous one is done (waits for answers stay).
+    case fast
+    /// The recorded delays divided by this factor (2 = twice as fast).
+    case scaled(Double)
+
+    public init?(_ text: String) {
+        switch text {
+        case "recorded": self = .recorded
+        case "fast": self = .fast
+        default:
+            guard let f = Double(text), f > 0, f.isFinite else { return nil }
+            self = f == 1 ? .recorded : .scaled(f)
+        }
+    }
+
+    func delay(_ recorded: Int64) -> Int64 {
+        switch self {
+        case .recorded: recorded
+        case .fast: 0
+        case .scaled(let f): Int64(Double(recorded) / f)
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .recorded: "recorded"
+        case .fast: "fast"
+        case .scaled(let f): "\(f)x"
+        }
+    }
+}
+
+public struct ReplayOptions: Sendable {
+    public var timing: ReplayTiming = .recorded
+    /// `--set name=value`: ssid, password, url.
+    public var settings: [String: String] = [:]
+    /// Send no writes or commands (a real device without `--allow-writes`).
+    public var readOnly = false
+    /// The ATT transaction timeout; 30 s as the Core specification sets it.
+    public var attTimeout: Int64 = ScriptedCentral.defaultTransactionTimeout
+    /// Says why the link could not be opened (the target's last error).
+    public var connectFailure: (@Sendable () async -> String?)?
+
+    public init(timing: ReplayTiming = .recorded, settings: [String: String] = [:], readOnly: Bool = false,
+                attTimeout: Int64 = ScriptedCentral.defaultTransactionTimeout) {
+        self.timing = timing
+        self.settings = settings
+        self.readOnly = readOnly
+        self.attTimeout = attTimeout
+    }
+}
+
+/// Runs a `SessionScript` against a target over any link (the in-process emulator, an emulator
+/// process over `unix:`, a real device over BlueZ) and compares each answer with the recording.
+public struct ReplayRunner {
+    public let script: SessionScript
+    public let options: ReplayOptions
+
+    public init(script: SessionScript, options: ReplayOptions = ReplayOptions()) {
+        self.script = script
+        self.options = options
+    }
+
+    /// Checks what the run needs before anything is sent: every redacted secret has its `--set`.
+    public func values() throws(ReplayError) -> [Int: [UInt8]] {
+        var values: [Int: [UInt8]] = [:]
+        for (i, step) in script.steps.enumerated() {
+            guard let hex = step.value, let bytes = Hex.bytes(hex) else { continue }
+            if let field = step.credentials {
+                values[i] = try CredentialValues.rebuild(bytes, field, settings: options.settings, step: i + 1)
+            } else {
+                values[i] = bytes
+            }
+        }
+        return values
+    }
+
+    public func run(on link: any TimedATTBearer & LinkControl, target: String) async throws(ReplayError) -> ReplayReport {
+        let values = try values()
+        let run = Run(script: script, options: options, link: link, values: values)
+        let startedAt = await link.now()
+        let outcomes = await run.go()
+        let endedAt = await link.now()
+        return ReplayReport(script: script.source.capture, target: target, timing: options.timing.description,
+                            steps: outcomes, duration: endedAt - startedAt)
+    }
+}
+
+/// One run's state: the central, the link, what has been observed.
+private final class Run: @unchecked Sendable {
+    // Used by one task from start to end (the runner's), never concurrently.
+    let script: SessionScript
+    let options: ReplayOptions
+    let link: any TimedATTBearer & LinkControl
+    let central: ScriptedCentral
+    let values: [Int: [UInt8]]
+    var outcomes: [StepOutcome] = []
+    var connected = false
+    var discovered = false
+    var start: Int64 = 0
+
+    init(script: SessionScript, options: ReplayOptions, link: any TimedATTBearer & LinkControl, values: [Int: [UInt8]]) {
+        self.script = script
+        self.options = options
+        self.link = link
+        self.values = values
+        central = ScriptedCentral(bearer: link, transactionTimeout: options.attTimeout)
+    }
+
+    /// Why a step could not go on.
+    enum Stop: Error {
+        /// The link dropped: a failure unless the recording lost it too.
+        case linkDropped
+        case failed(String)
+    }
+
+    func go() async -> [StepOutcome] {
+        start = await link.now()
+        var previousRecorded: Int64 = 0
+        var previousDone = start
+        var index = 0
+        let steps = script.steps
+        while index < steps.count {
+            let step = steps[index]
+            if step.action != .notification && step.action != .linkLost {
+                let wait = options.timing.delay(step.at - previousRecorded) - (await link.now() - previousDone)
+                if wait > 0 { try? await link.wait(wait) }
+            }
+            var outcome = StepOutcome(index: index + 1, step: step)
+            do {
+                try await perform(step, index, &outcome)
+            } catch {
+                switch error {
+                case .failed(let why):
+                    outcome.fail(why)
+                case .linkDropped:
+                    connected = false
+                    // The recording lost this connection too: the steps up to its loss cannot run.
+                    if let lost = steps[(index + 1)...].prefix(while: { $0.action != .connect }).firstIndex(where: { $0.action == .linkLost }) {
+                        outcome.diverge("the link dropped before this step's answer; the recording lost it later, at step \(lost + 1)")
+                        outcomes.append(outcome)
+                        for j in (index + 1)..<lost {
+                            var skipped = StepOutcome(index: j + 1, step: steps[j])
+                            skipped.diverge("not run: the link had dropped")
+                            outcomes.append(skipped)
+                        }
+                        var lostOutcome = StepOutcome(index: lost + 1, step: steps[lost])
+                        lostOutcome.observe("the link was already lost")
+                        outcomes.append(lostOutcome)
+                        index = lost + 1
+                        previousRecorded = steps[lost].at
+                        previousDone = await link.now()
+                        continue
+                    }
+                    outcome.fail("the target disconnected")
+                }
+            }
+            outcome.observedAt = await link.now() - start
+            outcomes.append(outcome)
+            if outcome.status == .failed {
+                for j in (index + 1)..<steps.count {
+                    var notRun = StepOutcome(index: j + 1, step: steps[j])
+                    notRun.status = .notRun
+                    outcomes.append(notRun)
+                }
+                break
+            }
+            previousRecorded = step.at
+            previousDone = await link.now()
+            index += 1
+        }
+        if connected {
+            if var last = outcomes.popLast() {
+                await checkUnexpectedNotifications(&last)
+                outcomes.append(last)
+            }
+            await link.close()
+        }
+        return outcomes
+    }
+
+    // MARK: Steps
+
+    func perform(_ step: ReplayStep, _ index: Int, _ o: inout StepOutcome) async throws(Stop) {
+        if step.action != .connect, !connected, step.action != .disconnect, step.action != .linkLost {
+            // The recording began with the link already up: open it now.
+            try await connect(&o)
+            o.observe("connected first (the recording began mid-connection)")
+        }
+        switch step.action {
+        case .connect:
+            try await connect(&o)
+        case .exchangeMTU:
+            let asked = step.mtu ?? 23
+            do {
+                let agreed = try await central.exchangeMTU(asked)
+                o.observe("MTU \(agreed)")
+                compareResult(step, &o, error: nil)
+                if let expected = step.expect?.mtu, expected != agreed { o.diverge("recorded MTU \(expected), observed \(agreed)") }
+            } catch .attError(_, _, let e) {
+                o.observe(e.description)
+                compareResult(step, &o, error: e)
+            } catch {
+                throw stop(error)
+            }
+        case .discover:
+            try await discover(step, &o)
+        case .subscribe:
+            let (handle, name) = try await resolve(step, &o, descriptor: BluetoothUUID(uuid16: 0x2902))
+            guard let handle else { return }
+            o.name = name
+            let answer = try await request(.writeRequest(handle: handle, value: values[index] ?? [1, 0]))
+            record(answer, step, &o)
+        case .read:
+            let (handle, name) = try await resolve(step, &o, descriptor: step.descriptor.flatMap(BluetoothUUID.init(string:)))
+            guard let handle else { return }
+            o.name = name
+            try await read(handle, step, &o)
+        case .write:
+            let (handle, name) = try await resolve(step, &o, descriptor: step.descriptor.flatMap(BluetoothUUID.init(string:)))
+            guard let handle else { return }
+            o.name = name
+            if options.readOnly {
+                o.skip("a write; --allow-writes sends it")
+                return
+            }
+            try await write(handle, values[index] ?? [], step, &o)
+        case .notification:
+            if options.readOnly {
+                o.skip("follows writes that were not sent")
+                return
+            }
+            try await notification(step, &o)
+        case .encrypt:
+            await central.encrypt()
+            o.observe("link encrypted")
+        case .disconnect:
+            await checkUnexpectedNotifications(&o)
+            if connected { await central.disconnect() }
+            connected = false
+            o.observe("the phone hung up")
+        case .linkLost:
+            if options.readOnly {
+                if connected { await central.disconnect() }
+                connected = false
+                o.skip("the device's link loss followed writes that were not sent; hung up instead")
+                return
+            }
+            await checkUnexpectedNotifications(&o)
+            guard connected else {
+                o.observe("the link was already lost")
+                return
+            }
+            let timeout = step.timeout ?? 10_000_000
+            if await central.waitForDisconnect(within: timeout) {
+                o.observe("the device ended the link")
+            } else {
+                o.diverge("recorded: the device ended the link\(step.expect?.reason.map { " (\($0))" } ?? ""); observed: still connected after \(timeout / 1_000_000) s; the phone hung up")
+                await checkUnexpectedNotifications(&o)
+                await central.disconnect()
+            }
+            connected = false
+        case .pdu:
+            guard let bytes = values[index], let pdu = try? ATTPDU.decode(bytes) else {
+                o.skip("the PDU does not decode")
+                return
+            }
+            if options.readOnly, let op = ATTOpcode(rawValue: pdu.opcode), op.isCommand || [0x12, 0x16, 0x18].contains(op.rawValue) {
+                o.skip("a write; --allow-writes sends it")
+                return
+            }
+            if let op = ATTOpcode(rawValue: pdu.opcode), op.isRequest {
+                let answer = try await request(pdu)
+                o.observe(ATTOpcode.name(for: answer.opcode))
+                if let expected = step.expect?.opcode, expected != "0x" + Hex.string([answer.opcode]) {
+                    o.diverge("recorded answer \(expected), observed 0x\(Hex.string([answer.opcode])) \(ATTOpcode.name(for: answer.opcode))")
+                }
+            } else {
+                try await send(bytes)
+                o.observe("sent")
+            }
+        }
+    }
+
+    func connect(_ o: inout StepOutcome) async throws(Stop) {
+        await central.connect()
+        guard await link.isConnected() else {
+            let why = await options.connectFailure?() ?? nil
+            throw .failed("cannot connect\(why.map { ": \($0)" } ?? "")")
+        }
+        connected = true
+        o.observe("connected")
+    }
+
+    func request(_ pdu: ATTPDU) async throws(Stop) -> ATTPDU {
+        do {
+            return try await central.request(pdu)
+        } catch {
+            throw stop(error)
+        }
+    }
+
+    func send(_ bytes: [UInt8]) async throws(Stop) {
+        do { try await link.send(bytes) } catch { throw .linkDropped }
+    }
+
+    func stop(_ error: CentralError) -> Stop {
+        switch error {
+        case .bearer(.closed): .linkDropped
+        case .timeout: .failed("no answer within the ATT transaction timeout (\(options.attTimeout / 1_000_000) s)")
+        default: .failed(error.description)
+        }
+    }
+
+    func discover(_ step: ReplayStep, _ o: inout StepOutcome) async throws(Stop) {
+        let table: AttributeTable
+        do {
+            table = try await central.discover()
+            if step.readsDescriptions == true { _ = try await central.readUserDescriptions() }
+        } catch {
+            throw stop(error)
+        }
+        discovered = true
+        let found = Set(table.characteristics.values.map(\.uuid.canonicalString))
+        o.observe("\(found.count) characteristics")
+        let missing = (step.expect?.characteristics ?? []).filter { !found.contains($0) }
+        if !missing.isEmpty {
+            o.diverge("the target lacks \(missing.count) recorded characteristic\(missing.count == 1 ? "" : "s"): \(missing.map(Names.of).joined(separator: ", "))")
+        }
+    }
+
+    /// The handle a step names, discovering first if needed; nil (step diverged) when the target lacks it.
+    func resolve(_ step: ReplayStep, _ o: inout StepOutcome, descriptor: BluetoothUUID?) async throws(Stop) -> (UInt16?, String?) {
+        if let h = step.handle { return (h, "handle 0x" + Hex.string([UInt8(h >> 8), UInt8(h & 0xFF)])) }
+        guard let text = step.characteristic, let uuid = BluetoothUUID(string: text) else { return (nil, nil) }
+        if !discovered {
+            do { _ = try await central.discover() } catch { throw stop(error) }
+            discovered = true
+        }
+        let table = await central.table
+        let name = Names.of(text)
+        guard let c = table.characteristics.values.filter({ $0.uuid == uuid }).min(by: { $0.valueHandle < $1.valueHandle }) else {
+            o.diverge("the target has no characteristic \(name)")
+            return (nil, name)
+        }
+        guard let descriptor else { return (c.valueHandle, name) }
+        let next = table.characteristics.values.map(\.declarationHandle).filter { $0 > c.valueHandle }.min() ?? 0xFFFF
+        guard let d = table.descriptors.filter({ $0.value == descriptor && $0.key > c.valueHandle && $0.key < next }).map(\.key).min() else {
+            o.diverge("the target's \(name) has no descriptor \(descriptor)")
+            return (nil, name)
+        }
+        return (d, name)
+    }
+
+    func read(_ handle: UInt16, _ step: ReplayStep, _ o: inout StepOutcome) async throws(Stop) {
+        let first = try await request(.readRequest(handle: handle))
+        switch first {
+        case .errorResponse(_, _, let e):
+            o.observe(e.description)
+            compareResult(step, &o, error: e)
+        case .readResponse(var value):
+            let mtu = Int(await central.mtu)
+            var last = value.count
+            while last == mtu - 1, value.count < GATTServer.maxValueLength {
+                let more = try await request(.readBlobRequest(handle: handle, offset: UInt16(value.count)))
+                guard case .readBlobResponse(let v) = more else { break }
+                value += v
+                last = v.count
+            }
+            compareResult(step, &o, error: nil)
+            compareValue(step, value, &o)
+        default:
+            o.diverge("unexpected answer \(ATTOpcode.name(for: first.opcode))")
+        }
+    }
+
+    func write(_ handle: UInt16, _ value: [UInt8], _ step: ReplayStep, _ o: inout StepOutcome) async throws(Stop) {
+        switch step.method ?? .request {
+        case .command:
+            try await send(ATTPDU.writeCommand(handle: handle, value: value).encode())
+            o.observe("sent")
+        case .request:
+            record(try await request(.writeRequest(handle: handle, value: value)), step, &o)
+        case .long:
+            let part = max(1, Int(await central.mtu) - 5)
+            var offset = 0
+            while offset < value.count || offset == 0 {
+                let piece = Array(value[offset..<min(value.count, offset + part)])
+                let answer = try await request(.prepareWriteRequest(handle: handle, offset: UInt16(clamping: offset), value: piece))
+                if case .errorResponse(_, _, let e) = answer {
+                    _ = try await request(.executeWriteRequest(flags: 0))
+                    o.observe(e.description)
+                    compareResult(step, &o, error: e)
+                    return
+                }
+                offset += max(1, piece.count)
+                if value.isEmpty { break }
+            }
+            let cancel = step.meaning?.hasPrefix("cancelled") == true
+            record(try await request(.executeWriteRequest(flags: cancel ? 0 : 1)), step, &o)
+        }
+    }
+
+    func notification(_ step: ReplayStep, _ o: inout StepOutcome) async throws(Stop) {
+        guard let text = step.characteristic, let uuid = BluetoothUUID(string: text) else {
+            o.skip("no characteristic named")
+            return
+        }
+        o.name = Names.of(text)
+        let timeout = step.timeout ?? 10_000_000
+        let value: [UInt8]?
+        do { value = try await central.nextNotification(uuid, within: timeout) } catch { throw stop(error) }
+        guard let value else {
+            if !(await link.isConnected()) { throw .linkDropped }
+            o.diverge("no \(step.indication == true ? "indication" : "notification") within \(Double(timeout) / 1e6) s; recorded \(step.expect?.meaning ?? step.expect?.value ?? "one")")
+            return
+        }
+        compareValue(step, value, &o)
+    }
+
+    // MARK: Comparison
+
+    func record(_ answer: ATTPDU, _ step: ReplayStep, _ o: inout StepOutcome) {
+        switch answer {
+        case .errorResponse(_, _, let e):
+            o.observe(e.description)
+            compareResult(step, &o, error: e)
+        case .writeResponse, .executeWriteResponse:
+            o.observe("ok")
+            compareResult(step, &o, error: nil)
+        default:
+            o.diverge("unexpected answer \(ATTOpcode.name(for: answer.opcode))")
+        }
+    }
+
+    func compareResult(_ step: ReplayStep, _ o: inout StepOutcome, error: ATTErrorCode?) {
+        guard let expect = step.expect, let result = expect.result else { return }
+        let observed = error.map { "0x" + Hex.string([$0.rawValue]) }
+        if result == "error", let recorded = expect.error, recorded != observed {
+            o.diverge("recorded ATT error \(recorded) \(expect.meaning ?? ""), observed \(error.map(\.description) ?? "success")")
+        } else if result == "ok", let error {
+            o.diverge("recorded success, observed ATT error \(error)")
+        }
+    }
+
+    /// Compares by meaning, after applying the script's redaction to what was observed.
+    func compareValue(_ step: ReplayStep, _ observed: [UInt8], _ o: inout StepOutcome) {
+        let uuid = step.descriptor == nil ? step.characteristic.flatMap(BluetoothUUID.init(string:)) : nil
+        var shown = observed
+        if script.redacted, let uuid, let c = CredentialValues.classify(observed, characteristic: uuid, endpoint: nil) {
+            shown = CredentialValues.redact(observed, c.secret)
+        }
+        o.observe(ValueMeaning.describe(shown, characteristic: uuid, written: false) ?? Hex.string(shown))
+        guard let hex = step.expect?.value, let recorded = Hex.bytes(hex) else { return }
+        if let difference = ValueMeaning.difference(recorded: recorded, observed: shown, characteristic: uuid) {
+            o.diverge(difference)
+        }
+    }
+
+    /// Notifications that came and that the recording does not have.
+    func checkUnexpectedNotifications(_ o: inout StepOutcome) async {
+        let extra = await central.takeUnconsumedNotifications()
+        guard !extra.isEmpty else { return }
+        let table = await central.table
+        for n in extra.prefix(5) {
+            let uuid = table.info(for: n.handle)?.uuid
+            let meaning = ValueMeaning.describe(n.value, characteristic: uuid, written: false) ?? Hex.string(n.value)
+            o.diverge("a notification the recording does not have: \(uuid.map { Names.of($0.canonicalString) } ?? "handle \(n.handle)") \(meaning)")
+        }
+        if extra.count > 5 { o.diverge("and \(extra.count - 5) more notifications the recording does not have") }
+    }
+}
+
+/// Characteristic names for reports: the known name, else the UUID.
+enum Names {
+    static func of(_ uuid: String) -> String {
+        guard let u = BluetoothUUID(string: uuid) else { return uuid }
+        return KnownUUIDs.name(u) ?? uuid
+    }
+}

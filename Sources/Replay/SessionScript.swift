@@ -1,0 +1,245 @@
+import ATT
+import Foundation
+
+/// A recorded session as an editable script (`gattlab replay extract`): the central's side of one
+/// or more connections to one device, step by step, with the recorded answers as expectations.
+/// Steps name characteristics by UUID; the runner discovers the target's table and maps them.
+/// JSON schema `gattlab.replay/1`, documented in the README.
+public struct SessionScript: Codable, Sendable, Hashable {
+    public static let schemaName = "gattlab.replay/1"
+
+    public var schema: String = SessionScript.schemaName
+    /// Where the script came from: the capture, the device, the connections taken.
+    public var source: Source
+    /// The device protocol the recording speaks, when one was recognised (speaker, sensor, nrf7, esp).
+    public var device: String?
+    /// Secrets were overwritten with '*' (extract without `--reveal-secrets`): steps whose value
+    /// carries one need `--set` at run time.
+    public var redacted: Bool
+    public var steps: [ReplayStep]
+
+    public struct Source: Codable, Sendable, Hashable {
+        public var capture: String
+        public var peer: String?
+        public var connections: [String]
+        /// The capture's start of the session, microseconds since the Unix epoch.
+        public var start: Int64
+    }
+
+    public init(source: Source, device: String?, redacted: Bool, steps: [ReplayStep]) {
+        self.source = source
+        self.device = device
+        self.redacted = redacted
+        self.steps = steps
+    }
+
+    /// The script as pretty JSON, keys in a stable order.
+    public func json() -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .withoutEscapingSlashes, .sortedKeys]
+        guard let data = try? encoder.encode(self) else { return "{}" }
+        return String(decoding: data, as: UTF8.self) + "\n"
+    }
+
+    /// Reads a script, with a message that names the step and field that is wrong.
+    public static func parse(_ data: Data, path: String) throws(ReplayError) -> SessionScript {
+        let script: SessionScript
+        do {
+            script = try JSONDecoder().decode(SessionScript.self, from: data)
+        } catch let DecodingError.dataCorrupted(context) {
+            throw .badScript(path, "not JSON: \(context.underlyingError.map { "\($0.localizedDescription)" } ?? context.debugDescription)")
+        } catch let DecodingError.keyNotFound(key, context) {
+            throw .badScript(path, "\(Self.where(context.codingPath)) lacks '\(key.stringValue)'")
+        } catch let DecodingError.typeMismatch(_, context), let DecodingError.valueNotFound(_, context) {
+            throw .badScript(path, "\(Self.where(context.codingPath)): \(context.debugDescription)")
+        } catch {
+            throw .badScript(path, "\(error)")
+        }
+        guard script.schema == schemaName else {
+            throw .badScript(path, "schema '\(script.schema)'; this gattlab reads \(schemaName)")
+        }
+        for (i, step) in script.steps.enumerated() {
+            if let problem = step.problem { throw .badScript(path, "step \(i + 1) (\(step.action.rawValue)): \(problem)") }
+        }
+        return script
+    }
+
+    static func `where`(_ path: [any CodingKey]) -> String {
+        var parts: [String] = []
+        for key in path {
+            if let i = key.intValue { parts.append("step \(i + 1)") } else if key.stringValue != "steps" { parts.append(key.stringValue) }
+        }
+        return parts.isEmpty ? "the script" : parts.joined(separator: ".")
+    }
+}
+
+/// One thing the central did, or one thing it waited for.
+public struct ReplayStep: Codable, Sendable, Hashable {
+    public enum Action: String, Codable, Sendable, CaseIterable {
+        /// Open the link (a reconnection too).
+        case connect
+        case exchangeMTU = "exchange-mtu"
+        /// Find the target's services, characteristics and descriptors (and, when the recording
+        /// did, read their user descriptions).
+        case discover
+        /// Write a CCCD: notifications (0100), indications (0200) or off (0000).
+        case subscribe
+        case read
+        case write
+        /// Wait for a notification or indication on a characteristic.
+        case notification
+        /// The phone paired or encrypted the link.
+        case encrypt
+        /// The phone hung up.
+        case disconnect
+        /// The device ended the link (reset, hung up): the recording saw it go.
+        case linkLost = "link-lost"
+        /// Any other PDU, sent as recorded.
+        case pdu
+    }
+
+    public enum WriteMethod: String, Codable, Sendable {
+        /// Write Request, answered by Write Response.
+        case request
+        /// Write Command: no answer.
+        case command
+        /// Prepare Write Requests, then Execute Write.
+        case long
+    }
+
+    public var action: Action
+    /// Microseconds since the session's start, as recorded.
+    public var at: Int64
+    /// The characteristic, by UUID.
+    public var characteristic: String?
+    /// A descriptor of the characteristic (by UUID), for descriptor reads and writes.
+    public var descriptor: String?
+    /// A handle, when the recording had no discovery to name it.
+    public var handle: UInt16?
+    /// Hex bytes: what is written (or sent as `pdu`).
+    public var value: String?
+    /// What the value means, for people reading the script (the runner ignores it).
+    public var meaning: String?
+    public var method: WriteMethod?
+    /// Exchange MTU: what the phone asked for.
+    public var mtu: UInt16?
+    /// Discover: the recording read the user descriptions (0x2901), as ESP-IDF apps do.
+    public var readsDescriptions: Bool?
+    public var indication: Bool?
+    /// How long to wait, in microseconds (notification, link-lost).
+    public var timeout: Int64?
+    /// The value carries credentials: how to rebuild it with `--set`.
+    public var credentials: CredentialField?
+    /// The value is encrypted by a session key (ESP-IDF security 1): it replays byte for byte only
+    /// against a device with the recording's session, and `--set` cannot change it.
+    public var encrypted: String?
+    public var expect: Expectation?
+
+    public init(_ action: Action, at: Int64) {
+        self.action = action
+        self.at = at
+    }
+
+    /// What the recording saw in answer.
+    public struct Expectation: Codable, Sendable, Hashable {
+        /// `ok`, `error` (an ATT Error Response), `none` (no answer came).
+        public var result: String?
+        /// The ATT error code, as hex (0x05).
+        public var error: String?
+        /// The value read or notified, hex.
+        public var value: String?
+        public var meaning: String?
+        /// Exchange MTU: the MTU agreed.
+        public var mtu: UInt16?
+        /// Discover: the characteristics found, by UUID.
+        public var characteristics: [String]?
+        /// Link lost: the HCI reason.
+        public var reason: String?
+        /// PDU: the answer's opcode (hex).
+        public var opcode: String?
+
+        public init() {}
+    }
+
+    /// A value that carries credentials, and how to rebuild it.
+    public struct CredentialField: Codable, Sendable, Hashable {
+        /// `speaker-credentials`, `speaker-url`, `nrf7-set-config`, `esp-set-config`.
+        public var format: String
+        /// The names `--set` takes for this value.
+        public var fields: [String]
+        /// The SSID as recorded (not a secret).
+        public var ssid: String?
+        /// The secret bytes were overwritten with '*': `--set` must give them.
+        public var redacted: Bool
+    }
+
+    /// What is wrong with a step a person edited, if anything.
+    var problem: String? {
+        func needs(_ present: Bool, _ what: String) -> String? { present ? nil : "needs '\(what)'" }
+        if let value, Hex.bytes(value) == nil { return "'value' is not hex bytes" }
+        if let e = expect?.value, Hex.bytes(e) == nil { return "'expect.value' is not hex bytes" }
+        if let c = characteristic, BluetoothUUID(string: c) == nil { return "'characteristic' \(c) is not a UUID" }
+        if let d = descriptor, BluetoothUUID(string: d) == nil { return "'descriptor' \(d) is not a UUID" }
+        switch action {
+        case .exchangeMTU: return needs(mtu != nil, "mtu")
+        case .subscribe: return needs((characteristic != nil || handle != nil) && value != nil, "characteristic and value")
+        case .read, .notification: return needs(characteristic != nil || handle != nil, "characteristic")
+        case .write: return needs((characteristic != nil || handle != nil) && value != nil, "characteristic and value")
+        case .pdu: return needs(value != nil, "value")
+        case .connect, .discover, .encrypt, .disconnect, .linkLost: return nil
+        }
+    }
+}
+
+/// Hex text as scripts carry it: lower case, no separators (spaces and colons are accepted back).
+public enum Hex {
+    public static func string(_ bytes: some Sequence<UInt8>) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out: [UInt8] = []
+        for b in bytes {
+            out.append(digits[Int(b >> 4)])
+            out.append(digits[Int(b & 0xF)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    public static func bytes(_ text: String) -> [UInt8]? {
+        var out: [UInt8] = []
+        var high: UInt8?
+        for c in text.utf8 {
+            if c == 0x20 || c == 0x3A { continue }
+            let v: UInt8
+            switch c {
+            case 0x30...0x39: v = c - 0x30
+            case 0x61...0x66: v = c - 0x61 + 10
+            case 0x41...0x46: v = c - 0x41 + 10
+            default: return nil
+            }
+            if let h = high {
+                out.append(h << 4 | v)
+                high = nil
+            } else {
+                high = v
+            }
+        }
+        return high == nil ? out : nil
+    }
+}
+
+/// Why a replay could not start or run.
+public enum ReplayError: Error, Sendable, CustomStringConvertible {
+    /// The script file is not a script this gattlab reads.
+    case badScript(String, String)
+    /// The capture has nothing to replay.
+    case nothingToReplay(String, String)
+    /// The command line asks for something the script cannot do (a redacted secret with no --set).
+    case usage(String)
+
+    public var description: String {
+        switch self {
+        case .badScript(let path, let why): "\(path): \(why)"
+        case .nothingToReplay(let path, let why): "\(path): \(why)"
+        case .usage(let why): why
+        }
+    }
+}
