@@ -19,6 +19,13 @@ public struct EmulatedDeviceSpec: Sendable {
     public static let devices: [EmulatedDeviceSpec] = [
         EmulatedDeviceSpec(name: "speaker", kind: "speaker", summary: "the ChaoticVolt speaker's OTA service, no faults",
                            serverMTU: 247, make: { SpeakerDevice.factory(SpeakerConfiguration(), serverMTU: $0) }),
+        EmulatedDeviceSpec(name: "speaker-hangs-downloading", kind: "speaker",
+                           summary: "a speaker whose firmware hangs as the download starts: the link stays up, nothing answers",
+                           serverMTU: 247, make: { mtu in
+                               var c = SpeakerConfiguration()
+                               c.hangAt = .downloading
+                               return SpeakerDevice.factory(c, serverMTU: mtu)
+                           }),
         EmulatedDeviceSpec(name: "sensor", kind: "sensor", summary: "the sensor's Wi-Fi scan service, no faults",
                            serverMTU: 247, make: { SensorDevice.factory(SensorConfiguration(), serverMTU: $0) }),
         EmulatedDeviceSpec(name: "nrf7", kind: "nrf7", summary: "an nRF7002 with Nordic's Wi-Fi provisioning service (Zephyr)",

@@ -59,6 +59,8 @@ public final class GATTServer {
     public private(set) var mtu: UInt16 = GATTServer.defaultMTU
     /// Whether the link is encrypted (set by whoever runs the link, after pairing).
     public var encrypted = false
+    /// The firmware hung: requests are taken and never answered, nothing is notified.
+    public var hung = false
     /// Prepare Write queue bound (entries): beyond it, Prepare Queue Full.
     public var maxPreparedWrites = 32
     /// What the stack does with a notification or indication longer than MTU-3: ESP32's Bluedroid
@@ -245,6 +247,8 @@ public final class GATTServer {
     /// request made the device send. Commands, confirmations and PDUs a server never receives get
     /// no response.
     public func handle(_ request: [UInt8]) -> [[UInt8]] {
+        // A hung firmware: the link stays up, nothing is answered (the client's ATT timeout ends it).
+        if hung { return [] }
         var out: [[UInt8]] = []
         if let response = respond(to: request) { out.append(response.encode()) }
         out += takeOutgoing()

@@ -29,6 +29,8 @@ public struct SpeakerConfiguration: Sendable, Hashable {
     public var statusCutTo: Int?
     /// The device drops the link as it enters this state.
     public var disconnectAt: SpeakerOTA.State?
+    /// The firmware hangs as it enters this state: the link stays up, nothing is answered.
+    public var hangAt: SpeakerOTA.State?
     /// OTA_CREDENTIALS answers Insufficient Encryption until the link is encrypted.
     public var credentialsNeedEncryption = false
     /// A firmware bug: OTA_CREDENTIALS is readable (its declaration says Read too), and a Read
@@ -133,6 +135,10 @@ public final class SpeakerDevice: DeviceModel {
         var bytes = status.encode()
         if let n = configuration.statusCutTo { bytes = Array(bytes.prefix(max(0, n))) }
         server.notify(statusHandle, bytes)
+        if configuration.hangAt == state {
+            generation += 1
+            server.hung = true
+        }
         if configuration.disconnectAt == state {
             generation += 1
             requestedDisconnect = 0x08
