@@ -48,8 +48,8 @@ let package = Package(
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
             ],
             swiftSettings: strict),
-        // ATT bearers: an in-memory pair now; a Unix socket and BlueZ L2CAP later.
-        .target(name: "Transport", dependencies: ["ATT"], swiftSettings: strict),
+        // ATT bearers: an in-memory pair, a Unix socket to an emulator process, kernel L2CAP (BlueZ).
+        .target(name: "Transport", dependencies: ["ATT", "CBlueZ"], swiftSettings: strict),
         // Emulated devices: a GATT server on the ATT codec, device models with faults, recording.
         .target(name: "Emulator", dependencies: ["Profiles", "Transport", "GATT", "ATT", "HCI", "Capture"], swiftSettings: strict),
         // Replay: scripts from captures, a runner over any bearer, the comparison with the recording.
@@ -78,6 +78,7 @@ let package = Package(
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "TestSupport"]),
         .testTarget(name: "HCITests", dependencies: ["HCI", "Capture", "CBlueZ", "TestSupport"]),
         .testTarget(name: "ATTTests", dependencies: ["ATT"]),
+        .testTarget(name: "TransportTests", dependencies: ["Transport", "ATT", "CBlueZ"]),
         .testTarget(name: "GATTTests", dependencies: ["GATT", "ATT", "HCI", "Capture", "TestSupport"]),
         .testTarget(name: "ProfilesTests", dependencies: ["Profiles", "GATT", "ATT", "HCI", "Capture", "TestSupport"]),
         .testTarget(name: "EmulatorTests", dependencies: ["Emulator", "Transport", "Profiles", "GATT", "ATT", "HCI", "Capture", "TestSupport"]),

@@ -1,0 +1,368 @@
+import CBlueZ
+import Dispatch
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// ATT's fixed L2CAP channel on LE links; BlueZ's headers do not name it.
+let attChannelID: UInt16 = 4
+
+/// An ATT bearer over a kernel L2CAP socket on the ATT channel (CID 4) of an LE link: a real device,
+/// reached through a local controller (`gattlab replay --target bluez:hci0/AA:BB:CC:DD:EE:FF`).
+///
+/// Built like `UnixSocketBearer`: one `send` is one SEQPACKET message, and blocking reads run on the
+/// bearer's own dispatch queue with `poll` for the timed receive.
+public final class BlueZBearer: TimedATTBearer, @unchecked Sendable {
+    /// The local controller and the remote device of this link.
+    public let peer: BlueZTarget
+    private let fd: Int32
+    private let readQueue = DispatchQueue(label: "gattlab.bluez-bearer.read")
+    private let writeQueue = DispatchQueue(label: "gattlab.bluez-bearer.write")
+    private let lock = NSLock()
+    private var closed = false
+
+    init(fd: Int32, peer: BlueZTarget) {
+        self.fd = fd
+        self.peer = peer
+    }
+
+    deinit { closeDescriptor() }
+
+    /// Connects to `target` as a central. `security` is asked of the kernel before connecting, so
+    /// it pairs or encrypts as needed before the first PDU. Gives up after `microseconds` (an LE
+    /// connect to an absent device otherwise waits for the kernel's own timeout).
+    ///
+    /// The local side binds to the controller's public address unless `localAddress` is given
+    /// (a static random address set with `btmgmt static-addr` needs `localAddressType: .random`).
+    public static func connect(
+        _ target: BlueZTarget, security: BlueZSecurity, timeout microseconds: Int64,
+        localAddressType: BlueZAddressType = .public, localAddress: BlueZAddress? = nil
+    ) async throws(BearerError) -> BlueZBearer {
+        // The connect blocks a thread for up to the timeout: keep it off the cooperative pool.
+        let result: Result<Int32, BearerError> = await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                do throws(BearerError) {
+                    let (fd, _) = try openATTSocket(
+                        controller: target.controller, addressType: localAddressType, address: localAddress, security: security)
+                    do throws(BearerError) {
+                        try connectSocket(fd, to: target, within: microseconds)
+                        continuation.resume(returning: .success(fd))
+                    } catch {
+                        Glibc.close(fd)
+                        continuation.resume(returning: .failure(error))
+                    }
+                } catch {
+                    continuation.resume(returning: .failure(error))
+                }
+            }
+        }
+        return BlueZBearer(fd: try result.get(), peer: target)
+    }
+
+    /// The security level the kernel reports for the link now; nil once closed.
+    public var securityLevel: BlueZSecurity? {
+        lock.lock(); defer { lock.unlock() }
+        guard !closed else { return nil }
+        var value = bt_security()
+        var length = socklen_t(MemoryLayout<bt_security>.size)
+        guard getsockopt(fd, SOL_BLUETOOTH, BT_SECURITY, &value, &length) == 0 else { return nil }
+        return BlueZSecurity(level: value.level)
+    }
+
+    public func send(_ pdu: [UInt8]) async throws(BearerError) {
+        guard pdu.count <= maxBearerPDU else { throw .tooLarge(pdu.count) }
+        let fd = self.fd
+        // A send can block (no credits while the peer is slow): run it on the write queue, not the pool.
+        let sent: Bool = await withCheckedContinuation { continuation in
+            writeQueue.async { [weak self] in
+                guard let self, !self.isClosed else { return continuation.resume(returning: false) }
+                let n = pdu.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                continuation.resume(returning: n == pdu.count)
+            }
+        }
+        guard sent else { throw .closed }
+    }
+
+    public func receive() async throws(BearerError) -> [UInt8] {
+        while true {
+            if let pdu = try await receive(within: 3_600_000_000) { return pdu }
+        }
+    }
+
+    public func receive(within microseconds: Int64) async throws(BearerError) -> [UInt8]? {
+        let fd = self.fd
+        let result: Result<[UInt8]?, BearerError> = await withCheckedContinuation { continuation in
+            readQueue.async { [weak self] in
+                guard let self, !self.isClosed else { return continuation.resume(returning: .failure(.closed)) }
+                continuation.resume(returning: receiveMessage(fd, within: microseconds))
+            }
+        }
+        return try result.get()
+    }
+
+    public func now() async -> Int64 {
+        var t = timespec()
+        clock_gettime(CLOCK_REALTIME, &t)
+        return Int64(t.tv_sec) * 1_000_000 + Int64(t.tv_nsec) / 1000
+    }
+
+    public func wait(_ microseconds: Int64) async throws(BearerError) {
+        guard !isClosed else { throw .closed }
+        try? await Task.sleep(nanoseconds: UInt64(max(0, microseconds)) * 1000)
+    }
+
+    public func close() async { closeDescriptor() }
+
+    private var isClosed: Bool {
+        lock.lock(); defer { lock.unlock() }
+        return closed
+    }
+
+    private func closeDescriptor() {
+        lock.lock(); defer { lock.unlock() }
+        guard !closed else { return }
+        closed = true
+        // shutdown wakes a read or send in progress; the descriptor is closed only after them (both
+        // queues drained), so its number cannot be reused under them.
+        shutdown(fd, Int32(SHUT_RDWR))
+        let fd = self.fd
+        let writeQueue = self.writeQueue
+        readQueue.async { writeQueue.async { _ = Glibc.close(fd) } }
+    }
+}
+
+/// A listening L2CAP socket on the ATT channel of a local controller: a peripheral (the emulator
+/// on real hardware) waits here for centrals. The controller must advertise as connectable
+/// (`btmgmt -i hciN advertising on`); the kernel then hands each LE link's ATT channel to `accept`.
+public final class BlueZListener: @unchecked Sendable {
+    public let controller: UInt16
+    /// The local address listened on.
+    public let address: BlueZAddress
+    private let fd: Int32
+    private let acceptQueue = DispatchQueue(label: "gattlab.bluez-listener.accept")
+    private let lock = NSLock()
+    private var closed = false
+
+    /// Listens on hci`index`'s public address, or on `address` (a static random one with `.random`).
+    public init(
+        controller index: UInt16, addressType: BlueZAddressType = .public, address: BlueZAddress? = nil,
+        security: BlueZSecurity = .low
+    ) throws(BearerError) {
+        let (fd, own) = try openATTSocket(controller: index, addressType: addressType, address: address, security: security)
+        guard listen(fd, 4) == 0 else {
+            let code = errno
+            Glibc.close(fd)
+            throw .failed("cannot listen for ATT connections on hci\(index): \(errorText(code))")
+        }
+        self.controller = index
+        self.address = own
+        self.fd = fd
+    }
+
+    deinit { close() }
+
+    /// The next central's link, or nil when none connects within `microseconds` (or after `close`).
+    /// The bearer's `peer` names the central.
+    public func accept(within microseconds: Int64) async -> BlueZBearer? {
+        let fd = self.fd
+        let controller = self.controller
+        return await withCheckedContinuation { (continuation: CheckedContinuation<BlueZBearer?, Never>) in
+            acceptQueue.async { [weak self] in
+                guard let self, !self.isClosed, waitFor(fd, events: POLLIN, within: microseconds).ready else {
+                    return continuation.resume(returning: nil)
+                }
+                var peer = sockaddr_l2()
+                var length = socklen_t(MemoryLayout<sockaddr_l2>.size)
+                let client = withUnsafeMutablePointer(to: &peer) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.accept(fd, $0, &length) }
+                }
+                guard client >= 0 else { return continuation.resume(returning: nil) }
+                // Glibc does not export accept4; a child process must not inherit the link.
+                _ = fcntl(client, F_SETFD, FD_CLOEXEC)
+                let target = BlueZTarget(
+                    controller: controller, address: BlueZAddress(peer.l2_bdaddr),
+                    addressType: BlueZAddressType(kernelValue: peer.l2_bdaddr_type) ?? .public)
+                continuation.resume(returning: BlueZBearer(fd: client, peer: target))
+            }
+        }
+    }
+
+    /// Stops listening; links already accepted stay open.
+    public func close() {
+        lock.lock(); defer { lock.unlock() }
+        guard !closed else { return }
+        closed = true
+        shutdown(fd, Int32(SHUT_RDWR))
+        let fd = self.fd
+        acceptQueue.async { _ = Glibc.close(fd) }
+    }
+
+    private var isClosed: Bool {
+        lock.lock(); defer { lock.unlock() }
+        return closed
+    }
+}
+
+// MARK: - Socket set-up
+
+/// `sockaddr_l2` for an LE address on a fixed channel: the family, no PSM, the address reversed as
+/// `bdaddr_t` keeps it, the channel little-endian.
+func l2Address(_ address: BlueZAddress, type: BlueZAddressType, channel: UInt16 = attChannelID) -> sockaddr_l2 {
+    var result = sockaddr_l2()
+    result.l2_family = sa_family_t(AF_BLUETOOTH)
+    result.l2_psm = 0
+    result.l2_bdaddr = address.bdaddr
+    result.l2_cid = gattlab_htobs(channel)
+    result.l2_bdaddr_type = type.kernelValue
+    return result
+}
+
+/// The public address of hci`index`, as the kernel reports it.
+func controllerAddress(_ index: UInt16) throws(BearerError) -> BlueZAddress {
+    var address = bdaddr_t()
+    guard hci_devba(Int32(index), &address) == 0 else {
+        let code = errno
+        switch code {
+        case ENODEV: throw .failed("no controller hci\(index); list the controllers with 'btmgmt info'")
+        case ENETDOWN: throw .failed("controller hci\(index) is down; power it on with 'btmgmt -i hci\(index) power on'")
+        default: throw socketError(code, "cannot read the address of controller hci\(index)")
+        }
+    }
+    guard gattlab_bdaddr_is_any(&address) == 0 else {
+        throw .failed("controller hci\(index) has no public address; give its static random address with the random address type")
+    }
+    return BlueZAddress(address)
+}
+
+/// An L2CAP SEQPACKET socket bound to the ATT channel of hci`index` (at `address`, else the
+/// controller's public address) with `security` set; and the address bound.
+func openATTSocket(
+    controller index: UInt16, addressType: BlueZAddressType, address: BlueZAddress?, security: BlueZSecurity
+) throws(BearerError) -> (fd: Int32, address: BlueZAddress) {
+    let fd = socket(AF_BLUETOOTH, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), BTPROTO_L2CAP)
+    guard fd >= 0 else { throw socketError(errno, "cannot open a Bluetooth L2CAP socket") }
+    do throws(BearerError) {
+        let own: BlueZAddress
+        if let address { own = address } else { own = try controllerAddress(index) }
+        var local = l2Address(own, type: addressType)
+        let bound = withUnsafePointer(to: &local) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_l2>.size)) }
+        }
+        guard bound == 0 else {
+            let code = errno
+            if code == EADDRINUSE {
+                throw .failed("the ATT channel of hci\(index) (\(own)) is already in use by another program; stop it first")
+            }
+            throw socketError(code, "cannot bind to hci\(index) (\(own), \(addressType.rawValue))")
+        }
+        var wanted = bt_security(level: security.level, key_size: 0)
+        guard setsockopt(fd, SOL_BLUETOOTH, BT_SECURITY, &wanted, socklen_t(MemoryLayout<bt_security>.size)) == 0 else {
+            throw socketError(errno, "cannot ask hci\(index) for security level \(security.rawValue)")
+        }
+        return (fd, own)
+    } catch {
+        Glibc.close(fd)
+        throw error
+    }
+}
+
+/// Connects without blocking past `microseconds`, then puts the socket back into blocking mode.
+func connectSocket(_ fd: Int32, to target: BlueZTarget, within microseconds: Int64) throws(BearerError) {
+    let flags = fcntl(fd, F_GETFL)
+    guard flags >= 0, fcntl(fd, F_SETFL, flags | O_NONBLOCK) == 0 else {
+        throw socketError(errno, "cannot set up the connection to \(target.address)")
+    }
+    var remote = l2Address(target.address, type: target.addressType)
+    let rc = withUnsafePointer(to: &remote) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_l2>.size)) }
+    }
+    if rc != 0 {
+        let code = errno
+        guard code == EINPROGRESS else { throw connectError(code, target, microseconds) }
+        let wait = waitFor(fd, events: POLLOUT, within: microseconds)
+        guard wait.ready else { throw connectError(ETIMEDOUT, target, microseconds) }
+        var pending: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        guard getsockopt(fd, SOL_SOCKET, SO_ERROR, &pending, &length) == 0 else { throw connectError(errno, target, microseconds) }
+        if pending != 0 { throw connectError(pending, target, microseconds) }
+        // Hung up without an error: the link went away before it was usable.
+        if wait.revents & Int16(POLLOUT) == 0 { throw connectError(ECONNREFUSED, target, microseconds) }
+    }
+    guard fcntl(fd, F_SETFL, flags) == 0 else { throw socketError(errno, "cannot set up the connection to \(target.address)") }
+}
+
+// MARK: - Reading
+
+/// poll for `events`, resumed after signals, until `microseconds` have passed.
+func waitFor(_ fd: Int32, events: Int32, within microseconds: Int64) -> (ready: Bool, revents: Int16) {
+    let deadline = monotonicMicroseconds() + max(0, microseconds)
+    while true {
+        var p = pollfd(fd: fd, events: Int16(events), revents: 0)
+        let left = max(0, deadline - monotonicMicroseconds())
+        let ready = poll(&p, 1, Int32(clamping: (left + 999) / 1000))
+        if ready > 0 { return (true, p.revents) }
+        if ready < 0, errno == EINTR, left > 0 { continue }
+        return (false, 0)
+    }
+}
+
+/// One whole message, nil when none arrives in time, `.closed` when the link is gone.
+func receiveMessage(_ fd: Int32, within microseconds: Int64) -> Result<[UInt8]?, BearerError> {
+    let wait = waitFor(fd, events: POLLIN, within: microseconds)
+    guard wait.ready else { return .success(nil) }
+    var buffer = [UInt8](repeating: 0, count: maxBearerPDU + 1)
+    let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+    // 0 is an empty message, or the peer's close when poll also says it hung up.
+    if n == 0, wait.revents & Int16(POLLHUP) == 0 { return .success([]) }
+    guard n > 0 else { return .failure(.closed) }
+    // A message longer than any SDU was cut by recv: refuse it.
+    guard n <= maxBearerPDU else { return .failure(.tooLarge(n)) }
+    return .success(Array(buffer.prefix(n)))
+}
+
+private func monotonicMicroseconds() -> Int64 {
+    var t = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &t)
+    return Int64(t.tv_sec) * 1_000_000 + Int64(t.tv_nsec) / 1000
+}
+
+// MARK: - Errors for people
+
+/// Failures of the socket calls themselves, with what to do where the cause is common.
+func socketError(_ code: Int32, _ what: String) -> BearerError {
+    switch code {
+    case EAFNOSUPPORT:
+        .failed("this kernel has no Bluetooth support (AF_BLUETOOTH); use a machine with Bluetooth, or the VM harness")
+    case EACCES, EPERM:
+        .failed("permission denied opening a Bluetooth socket; run as root or grant CAP_NET_RAW/CAP_NET_ADMIN")
+    case ENODEV:
+        .failed("\(what): no such controller")
+    default:
+        .failed("\(what): \(errorText(code))")
+    }
+}
+
+func connectError(_ code: Int32, _ target: BlueZTarget, _ microseconds: Int64) -> BearerError {
+    let device = "\(target.address) (\(target.addressType.rawValue))"
+    switch code {
+    case ETIMEDOUT, ECONNREFUSED, EHOSTDOWN, ECONNRESET, ECONNABORTED:
+        return .failed(
+            "\(device) did not accept the connection within \(seconds(microseconds)) (\(errorText(code))); check that it is in range, "
+                + "advertising as connectable, and that its address type is \(target.addressType.rawValue)")
+    case EHOSTUNREACH:
+        return .failed("no route from hci\(target.controller) to \(device): the controller is down or not LE-capable, or the local address it was bound to is not its identity address")
+    case EACCES, EPERM:
+        return .failed("\(device) connected but the link did not reach the security asked for (pairing or encryption failed); pair the devices first or ask for less security")
+    default:
+        return socketError(code, "cannot connect to \(device) through hci\(target.controller)")
+    }
+}
+
+func errorText(_ code: Int32) -> String { String(cString: strerror(code)) }
+
+/// "10 s", "2.5 s".
+func seconds(_ microseconds: Int64) -> String {
+    let tenths = (max(0, microseconds) + 50_000) / 100_000
+    return tenths % 10 == 0 ? "\(tenths / 10) s" : "\(tenths / 10).\(tenths % 10) s"
+}
