@@ -22,6 +22,15 @@ public final class UnixSocketBearer: TimedATTBearer, @unchecked Sendable {
         // A peer that vanished must end a send with an error, not kill the process.
         var on: Int32 = 1
         _ = setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, socklen_t(MemoryLayout<Int32>.size))
+        setSendTimeout(10_000_000)
+    }
+
+    /// How long a send waits for room when the peer stops reading (its queue is full) before
+    /// it fails with `.closed`: a client that never reads must not hang an emulator forever.
+    public func setSendTimeout(_ microseconds: Int64) {
+        let t = max(1, microseconds)
+        var timeout = timeval(tv_sec: Int(t / 1_000_000), tv_usec: Int(t % 1_000_000))
+        _ = setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
     }
 
     deinit { closeDescriptor() }
