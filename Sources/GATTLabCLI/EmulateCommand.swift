@@ -25,7 +25,7 @@ struct EmulateCommand: ParsableCommand {
             Examples:
               gattlab emulate list
               gattlab emulate speaker --listen unix:/tmp/speaker.sock
-              gattlab emulate speaker-download-stall --listen unix:/tmp/s.sock --speed 100 --connections 1
+              gattlab emulate speaker-rollback --listen unix:/tmp/s.sock --speed 100
               gattlab emulate scenario speaker-ota --record ota.btsnoop
               gattlab emulate scenario sensor-scan --record scan.btsnoop --seed 7 --mtu 23
               gattlab emulate scenario esp-sec1-provision --record esp.btsnoop --verbose

@@ -29,7 +29,7 @@ extension EmulateCommand {
                 Examples:
                   gattlab emulate speaker --listen unix:/tmp/speaker.sock
                   gattlab emulate serve nrf7 --listen unix:/tmp/nrf7.sock --seed 7
-                  gattlab emulate speaker-rollback --listen unix:/tmp/s.sock --speed 1000 --connections 2 --quiet
+                  gattlab emulate sensor-scan --listen unix:/tmp/s.sock --connections 1 --quiet
                 """)
 
         @Argument(help: ArgumentHelp("The device: speaker, sensor, nrf7, esp, or a scenario name for its device with that scenario's faults (see `gattlab emulate list`).",
