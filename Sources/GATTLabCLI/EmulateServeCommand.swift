@@ -70,16 +70,10 @@ extension EmulateCommand {
 
         func run() throws {
             guard let spec = EmulatedDeviceSpec.named(device) else { throw ExitCode(ExitStatus.usage.rawValue) }
-            let emulator: SocketEmulator
-            do {
-                emulator = try SocketEmulator(device: spec, seed: seed, path: path, speed: speed)
-            } catch {
-                printError("gattlab: error: \(error)")
-                throw ExitCode(ExitStatus.cannotCreate.rawValue)
-            }
             let stop = StopSignal()
             // Signals become a stop request that the serving loop sees within 50 ms; it then
-            // closes the client and removes the socket file.
+            // closes the client and removes the socket file. Set up before the socket exists, so
+            // a client that can connect can also stop it cleanly.
             var sources: [any DispatchSourceSignal] = []
             for sig in [SIGINT, SIGTERM] {
                 signal(sig, SIG_IGN)
@@ -87,6 +81,13 @@ extension EmulateCommand {
                 source.setEventHandler { stop.stop() }
                 source.resume()
                 sources.append(source)
+            }
+            let emulator: SocketEmulator
+            do {
+                emulator = try SocketEmulator(device: spec, seed: seed, path: path, speed: speed)
+            } catch {
+                printError("gattlab: error: \(error)")
+                throw ExitCode(ExitStatus.cannotCreate.rawValue)
             }
             let speedText = speed == speed.rounded() && speed < 1e15 ? String(Int64(speed)) : String(speed)
             printError("listening on unix:\(path): \(spec.name) (seed \(seed), speed \(speedText)x)")
