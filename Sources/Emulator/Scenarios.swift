@@ -24,8 +24,22 @@ public struct Scenario: Sendable {
     /// Runs the scenario. `mtu` is what the phone asks for in Exchange MTU (23 or 247 typically).
     public func run(seed: UInt64 = 1, mtu: UInt16 = 247, timing: LinkTiming = LinkTiming()) async throws(CentralError) -> ScenarioResult {
         let link = EmulatedLink(seed: seed, timing: timing, device: device(serverMTU))
-        let central = ScriptedCentral(bearer: link)
         let log = Log()
+        try await runScript(over: link, mtu: mtu, log: log)
+        return ScenarioResult(name: name, seed: seed, recording: await link.recording(), log: log.lines)
+    }
+
+    /// Runs the scenario's phone over any link, such as a `UnixSocketLink` to the scenario's
+    /// device served in another process (`EmulatedDeviceSpec.named(name)`). Returns the step log,
+    /// which is the same as `run(seed:mtu:)`'s for the same seed and MTU.
+    public func run(over link: any TimedATTBearer & LinkControl, mtu: UInt16) async throws(CentralError) -> [String] {
+        let log = Log()
+        try await runScript(over: link, mtu: mtu, log: log)
+        return log.lines
+    }
+
+    private func runScript(over link: any TimedATTBearer & LinkControl, mtu: UInt16, log: Log) async throws(CentralError) {
+        let central = ScriptedCentral(bearer: link)
         do {
             try await script(central, mtu, log)
         } catch {
@@ -33,7 +47,6 @@ public struct Scenario: Sendable {
             throw error
         }
         if await link.isConnected() { await link.close() }
-        return ScenarioResult(name: name, seed: seed, recording: await link.recording(), log: log.lines)
     }
 
     public static func named(_ name: String) -> Scenario? { all.first { $0.name == name } }

@@ -8,31 +8,44 @@ import Foundation
 struct EmulateCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "emulate",
-        abstract: "Run emulated devices (speaker, sensor, nRF7, ESP-IDF) against a scripted phone and record the session.",
+        abstract: "Run emulated devices (speaker, sensor, nRF7, ESP-IDF): serve one on a Unix socket, or run a scenario and record it.",
         discussion: """
-            Each scenario connects a scripted central to an emulated device on a virtual link \
-            (virtual time: a 30-second timeout takes no time), runs the device's protocol with \
-            the scenario's faults, and writes the phone's view as btsnoop (datalink 1002): LE \
-            Connection Complete, ACL fragmented at 27 bytes, Number of Completed Packets, \
-            Encryption Change when paired, Disconnection Complete. The same seed gives the same \
-            bytes.
+            `gattlab emulate DEVICE --listen unix:PATH` (the `serve` subcommand) serves an \
+            emulated device to clients one after another over a Unix SEQPACKET socket, one ATT \
+            PDU per message as on a kernel L2CAP ATT socket: a replay or a test connects there \
+            instead of to a device in the air.
+
+            `gattlab emulate scenario NAME` connects a scripted central to an emulated device on \
+            a virtual link (virtual time: a 30-second timeout takes no time), runs the device's \
+            protocol with the scenario's faults, and writes the phone's view as btsnoop (datalink \
+            1002): LE Connection Complete, ACL fragmented at 27 bytes, Number of Completed \
+            Packets, Encryption Change when paired, Disconnection Complete. The same seed gives \
+            the same bytes.
 
             Examples:
               gattlab emulate list
+              gattlab emulate speaker --listen unix:/tmp/speaker.sock
+              gattlab emulate speaker-rollback --listen unix:/tmp/s.sock --speed 100
               gattlab emulate scenario speaker-ota --record ota.btsnoop
               gattlab emulate scenario sensor-scan --record scan.btsnoop --seed 7 --mtu 23
               gattlab emulate scenario esp-sec1-provision --record esp.btsnoop --verbose
             """,
-        subcommands: [ListScenarios.self, RunScenario.self])
+        subcommands: [Serve.self, ListScenarios.self, RunScenario.self],
+        defaultSubcommand: Serve.self)
 
     struct ListScenarios: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "list", abstract: "List the scenarios.")
+        static let configuration = CommandConfiguration(commandName: "list", abstract: "List the devices and the scenarios.")
 
         func run() {
-            let width = Scenario.all.map(\.name.count).max() ?? 0
-            for s in Scenario.all {
-                print(s.name.padding(toLength: width + 2, withPad: " ", startingAt: 0) + s.summary)
+            let width = (EmulatedDeviceSpec.devices.map(\.name) + Scenario.all.map(\.name)).map(\.count).max() ?? 0
+            func line(_ name: String, _ summary: String) -> String {
+                "  " + name.padding(toLength: width + 2, withPad: " ", startingAt: 0) + summary
             }
+            print("Devices (gattlab emulate DEVICE --listen unix:PATH):")
+            for d in EmulatedDeviceSpec.devices { print(line(d.name, d.summary)) }
+            print("")
+            print("Scenarios (gattlab emulate scenario NAME; each is also a DEVICE, with the scenario's faults):")
+            for s in Scenario.all { print(line(s.name, s.summary)) }
         }
     }
 

@@ -22,6 +22,15 @@ public final class UnixSocketBearer: TimedATTBearer, @unchecked Sendable {
         // A peer that vanished must end a send with an error, not kill the process.
         var on: Int32 = 1
         _ = setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, socklen_t(MemoryLayout<Int32>.size))
+        setSendTimeout(10_000_000)
+    }
+
+    /// How long a send waits for room when the peer stops reading (its queue is full) before
+    /// it fails with `.closed`: a client that never reads must not hang an emulator forever.
+    public func setSendTimeout(_ microseconds: Int64) {
+        let t = max(1, microseconds)
+        var timeout = timeval(tv_sec: Int(t / 1_000_000), tv_usec: Int(t % 1_000_000))
+        _ = setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
     }
 
     deinit { closeDescriptor() }
@@ -58,24 +67,36 @@ public final class UnixSocketBearer: TimedATTBearer, @unchecked Sendable {
         let result: Result<[UInt8]?, BearerError> = await withCheckedContinuation { continuation in
             readQueue.async { [weak self] in
                 guard let self, !self.isClosed else { return continuation.resume(returning: .failure(.closed)) }
-                var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-                let timeout = Int32(clamping: max(0, microseconds / 1000))
-                let ready = poll(&p, 1, timeout)
-                if ready == 0 { return continuation.resume(returning: .success(nil)) }
-                guard ready > 0 else { return continuation.resume(returning: .failure(.closed)) }
+                guard let revents = waitReadable(fd, within: microseconds) else { return continuation.resume(returning: .failure(.closed)) }
+                if revents == 0 { return continuation.resume(returning: .success(nil)) }
                 var buffer = [UInt8](repeating: 0, count: maxBearerPDU + 1)
                 let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
                 // 0 is an empty message, or the peer's close when poll also says it hung up.
-                if n == 0, p.revents & Int16(POLLHUP) == 0 { return continuation.resume(returning: .success([])) }
+                if n == 0, revents & Int16(POLLHUP) == 0 { return continuation.resume(returning: .success([])) }
                 guard n > 0 else { return continuation.resume(returning: .failure(.closed)) }
-                // A message longer than any SDU was cut by recv: refuse it.
-                
+                // A message longer than any SDU was cut by recv: refuse it (the rest of it is
+                // gone; the next receive gets the next message).
                 guard n <= maxBearerPDU else { return continuation.resume(returning: .failure(.tooLarge(n))) }
                 continuation.resume(returning: .success(Array(buffer.prefix(n))))
             }
         }
         return try result.get()
     }
+
+    /// The control message that says "the link is now encrypted"; see `encryptionControlMessage`.
+    public func requestEncryption() async throws(BearerError) {
+        try await send(Self.encryptionControlMessage)
+    }
+
+    /// Link control over the Unix bearer. A kernel L2CAP socket raises security with
+    /// setsockopt(BT_SECURITY), which makes the controller pair and encrypt; a Unix socket has no
+    /// such call, so the client says it in band with a message that cannot be an ATT PDU: its
+    /// first byte is 0x00, which is no ATT opcode. `0x00 "encrypt"` (ASCII) means "the link is
+    /// now encrypted": the emulator marks its GATT server encrypted for the rest of this
+    /// connection (a new connection starts unencrypted). Other 0x00-prefixed messages are
+    /// ignored (and counted) by the emulator.
+    public static let controlMessagePrefix: UInt8 = 0x00
+    public static let encryptionControlMessage: [UInt8] = [controlMessagePrefix] + Array("encrypt".utf8)
 
     public func now() async -> Int64 {
         var t = timespec()
@@ -109,6 +130,8 @@ public final class UnixSocketListener: @unchecked Sendable {
     public let path: String
     private let fd: Int32
     private let acceptQueue = DispatchQueue(label: "gattlab.unix-listener.accept")
+    private let lock = NSLock()
+    private var closed = false
 
     /// Binds `path`. An existing socket file is replaced only when nothing listens on it (a stale
     /// one from a crashed emulator); any other existing file is refused.
@@ -131,23 +154,77 @@ public final class UnixSocketListener: @unchecked Sendable {
         self.fd = fd
     }
 
-    deinit {
+    deinit { close() }
+
+    /// Stops listening and removes the socket file. Later accepts find no client.
+    public func close() {
+        lock.lock(); defer { lock.unlock() }
+        guard !closed else { return }
+        closed = true
         Glibc.close(fd)
         unlink(path)
+    }
+
+    private var isClosed: Bool {
+        lock.lock(); defer { lock.unlock() }
+        return closed
     }
 
     /// The next client, or nil when none connects within `microseconds`.
     public func accept(within microseconds: Int64) async -> UnixSocketBearer? {
         let fd = self.fd
         return await withCheckedContinuation { continuation in
-            acceptQueue.async {
-                var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-                guard poll(&p, 1, Int32(clamping: max(0, microseconds / 1000))) > 0 else { return continuation.resume(returning: nil) }
+            acceptQueue.async { [weak self] in
+                guard let self, !self.isClosed, let revents = waitReadable(fd, within: microseconds), revents != 0 else {
+                    return continuation.resume(returning: nil)
+                }
                 let client = Glibc.accept(fd, nil, nil)
                 continuation.resume(returning: client >= 0 ? UnixSocketBearer(fd: client) : nil)
             }
         }
     }
+}
+
+/// Waits until `fd` is readable (data, or the peer hung up) or `microseconds` pass, to the
+/// microsecond: poll counts milliseconds, and an emulator run at 1000 times real time would turn
+/// that into a second of device time. select waits, then poll with no wait tells what happened.
+/// Returns poll's revents, 0 when the time passed, nil on an error. A signal restarts the wait
+/// with the time left.
+func waitReadable(_ fd: Int32, within microseconds: Int64) -> Int16? {
+    let deadline = monotonicMicroseconds() + max(0, microseconds)
+    while true {
+        let left = max(0, deadline - monotonicMicroseconds())
+        var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        let rc: Int32
+        let wordBits = MemoryLayout<UInt>.size * 8
+        if fd >= 0, Int(fd) < MemoryLayout<fd_set>.size * 8 {
+            var set = fd_set()
+            withUnsafeMutableBytes(of: &set) { raw in
+                let offset = Int(fd) / wordBits * MemoryLayout<UInt>.size
+                let word = raw.load(fromByteOffset: offset, as: UInt.self) | (1 << UInt(Int(fd) % wordBits))
+                raw.storeBytes(of: word, toByteOffset: offset, as: UInt.self)
+            }
+            var tv = timeval(tv_sec: Int(left / 1_000_000), tv_usec: Int(left % 1_000_000))
+            rc = select(fd + 1, &set, nil, nil, &tv)
+            if rc > 0 {
+                _ = poll(&p, 1, 0)
+                return p.revents == 0 ? Int16(POLLIN) : p.revents
+            }
+        } else {
+            // Beyond select's set: poll, rounding up so the wait is never shorter than asked.
+            rc = poll(&p, 1, Int32(clamping: (left + 999) / 1000))
+            if rc > 0 { return p.revents }
+        }
+        if rc == 0 { return 0 }
+        if errno == EINTR { continue }
+        return nil
+    }
+}
+
+func monotonicMicroseconds() -> Int64 {
+    var t = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &t)
+    return Int64(t.tv_sec) * 1_000_000 + Int64(t.tv_nsec) / 1000
 }
 
 /// `sockaddr_un` for a path, refusing one longer than the kernel takes (107 bytes).

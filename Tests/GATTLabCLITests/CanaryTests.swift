@@ -371,7 +371,9 @@ final class CanaryTests: XCTestCase {
     func testEmulatorOutputHoldsNoPassword() throws {
         let list = try Harness.gattlab(["emulate", "list"])
         XCTAssertEqual(list.status, 0, list.stderr)
-        let names = list.stdout.split(separator: "\n").compactMap { $0.split(separator: " ").first.map(String.init) }
+        // The scenarios are the indented lines after the "Scenarios" heading (devices come first).
+        let names = list.stdout.split(separator: "\n").drop { !$0.hasPrefix("Scenarios") }.dropFirst()
+            .compactMap { $0.split(separator: " ").first.map(String.init) }
         XCTAssertTrue(names.contains("speaker-ota"))
         XCTAssertGreaterThanOrEqual(names.count, 30)
         let password: [(name: String, bytes: [UInt8])] = [("scenario password", Array("correct horse battery staple".utf8)),

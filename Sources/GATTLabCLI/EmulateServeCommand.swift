@@ -1,0 +1,106 @@
+import ArgumentParser
+import Dispatch
+import Emulator
+import Foundation
+import Transport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension EmulateCommand {
+    /// `gattlab emulate [serve] DEVICE --listen unix:PATH`: one emulated device in its own
+    /// process, for replays and tests that connect over a socket.
+    struct Serve: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "serve",
+            abstract: "Serve an emulated device on a Unix socket, to one client after another (the default of `emulate`).",
+            discussion: """
+                The device keeps its state from one client to the next, as a real one does: a \\
+                speaker told to REBOOT into a new image is PENDING_VERIFY for the next phone. \\
+                What belongs to a connection (MTU, subscriptions, encryption) starts afresh. Each \\
+                message on the socket is one ATT PDU; a message 0x00 "encrypt" marks the link \\
+                encrypted (a Unix socket cannot pair). Device timers run on the wall clock, \\
+                --speed times as fast.
+
+                Prints "listening on unix:PATH: ..." on stderr, then one line per client served \\
+                (unless --quiet). Stops on SIGINT or SIGTERM, or after --connections clients, \\
+                and removes the socket file.
+
+                Examples:
+                  gattlab emulate speaker --listen unix:/tmp/speaker.sock
+                  gattlab emulate serve nrf7 --listen unix:/tmp/nrf7.sock --seed 7
+                  gattlab emulate sensor-scan --listen unix:/tmp/s.sock --connections 1 --quiet
+                """)
+
+        @Argument(help: ArgumentHelp("The device: speaker, sensor, nrf7, esp, or a scenario name for its device with that scenario's faults (see `gattlab emulate list`).",
+                                     valueName: "device"))
+        var device: String
+
+        @Option(name: .long, help: ArgumentHelp("Where to listen: unix:PATH (a path of at most 107 bytes; a stale socket file is replaced, any other file is not).",
+                                                valueName: "unix:path"))
+        var listen: String
+
+        @Option(name: .long, help: "Seed of the device (scan results, RSSI, ESP session keys, timing jitter); use a recording's seed to replay it.")
+        var seed: UInt64 = 1
+
+        @Option(name: .long, help: "How fast device time runs: 1 is real time, 1000 makes a 30 s device timer fire after 30 ms.")
+        var speed: Double = 1
+
+        @Option(name: .long, help: ArgumentHelp("Stop after serving this many clients (default: until SIGINT or SIGTERM).", valueName: "n"))
+        var connections: Int?
+
+        @Flag(name: .long, help: "Print nothing per client.")
+        var quiet = false
+
+        /// The socket path of `--listen unix:PATH`.
+        var path: String { String(listen.dropFirst("unix:".count)) }
+
+        func validate() throws {
+            guard EmulatedDeviceSpec.named(device) != nil else {
+                throw ValidationError("no device '\(device)'; known: \(EmulatedDeviceSpec.all.map(\.name).joined(separator: ", "))")
+            }
+            guard listen.hasPrefix("unix:"), !path.isEmpty else {
+                throw ValidationError("--listen takes unix:PATH (a Unix socket to create), not '\(listen)'")
+            }
+            guard speed.isFinite, speed > 0, speed <= 1_000_000 else {
+                throw ValidationError("--speed must be above 0 and at most 1000000")
+            }
+            if let connections, connections < 1 { throw ValidationError("--connections must be at least 1") }
+        }
+
+        func run() throws {
+            guard let spec = EmulatedDeviceSpec.named(device) else { throw ExitCode(ExitStatus.usage.rawValue) }
+            let stop = StopSignal()
+            // Signals become a stop request that the serving loop sees within 50 ms; it then
+            // closes the client and removes the socket file. Set up before the socket exists, so
+            // a client that can connect can also stop it cleanly.
+            var sources: [any DispatchSourceSignal] = []
+            for sig in [SIGINT, SIGTERM] {
+                signal(sig, SIG_IGN)
+                let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+                source.setEventHandler { stop.stop() }
+                source.resume()
+                sources.append(source)
+            }
+            let emulator: SocketEmulator
+            do {
+                emulator = try SocketEmulator(device: spec, seed: seed, path: path, speed: speed)
+            } catch {
+                printError("gattlab: error: \(error)")
+                throw ExitCode(ExitStatus.cannotCreate.rawValue)
+            }
+            let speedText = speed == speed.rounded() && speed < 1e15 ? String(Int64(speed)) : String(speed)
+            printError("listening on unix:\(path): \(spec.name) (seed \(seed), speed \(speedText)x)")
+            let done = DispatchSemaphore(value: 0)
+            let connections = connections
+            var log: (@Sendable (String) -> Void)?
+            if !quiet { log = { @Sendable line in printError(line) } }
+            Task {
+                await emulator.serve(connections: connections, stop: stop, log: log)
+                done.signal()
+            }
+            done.wait()
+            for source in sources { source.cancel() }
+        }
+    }
+}
