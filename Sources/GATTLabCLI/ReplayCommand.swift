@@ -78,10 +78,13 @@ struct ReplayCommand: ParsableCommand {
             abstract: "Replay a script (or a capture) against a target and compare with the recording.",
             discussion: """
                 Targets:
-                  emu:NAME        an emulated device in this process: speaker, sensor, nrf7, esp, or a \
-                scenario name for that scenario's device and faults (see `gattlab emulate list`)
-                  unix:PATH       an emulator process: gattlab emulate NAME --listen unix:PATH
-                  bluez:hciN/ADDR[/public|random]   a real device through the kernel's L2CAP ATT socket
+                  emu:NAME      an emulated device in this process: speaker, sensor,
+                                nrf7, esp, or a scenario's device with its faults
+                                (gattlab emulate list)
+                  unix:PATH     an emulator process (gattlab emulate NAME --listen
+                                unix:PATH); give its --speed here too
+                  bluez:hciN/ADDR[/public|random]
+                                a real device through the kernel's L2CAP ATT socket
 
                 Exit codes: 0 equivalent, 1 diverged, 69 the target failed (no connection, it hung \
                 up, or no answer within the ATT timeout), 64 usage, 65 a bad script or capture.
@@ -122,6 +125,9 @@ struct ReplayCommand: ParsableCommand {
         @Option(name: .long, help: "The emulated device's seed (emu:); the recording's seed reproduces its scan results and session keys.")
         var seed: UInt64 = 1
 
+        @Option(name: .long, help: ArgumentHelp("unix: the emulator's --speed: the replay's clock runs as fast, so recorded delays and timeouts stay in step with the device.", valueName: "factor"))
+        var speed: Double = 1
+
         @Option(name: .customLong("att-timeout"), help: ArgumentHelp("Seconds to wait for an answer before the target counts as failed.", valueName: "seconds"))
         var attTimeout: Double = 30
 
@@ -139,7 +145,11 @@ struct ReplayCommand: ParsableCommand {
             guard attTimeout > 0, attTimeout <= 3600 else { throw ValidationError("--att-timeout must be between 0 and 3600 seconds") }
             for s in settings where !s.contains("=") { throw ValidationError("--set takes name=value, not '\(s)'") }
             guard ["low", "medium", "high"].contains(security) else { throw ValidationError("--security must be low, medium or high") }
-            _ = try ReplayTarget.parse(target)
+            guard speed > 0, speed <= 100_000 else { throw ValidationError("--speed must be a positive factor, at most 100000") }
+            let parsed = try ReplayTarget.parse(target)
+            if case .bluez(let text) = parsed {
+                do { _ = try BlueZTarget(parsing: text) } catch { throw ValidationError(error.description) }
+            }
         }
 
         func run() throws {
@@ -171,7 +181,7 @@ struct ReplayCommand: ParsableCommand {
                 emulated = e
                 recordingLink = nil
             case .unix, .bluez:
-                let inner = try target.link(security: security)
+                let inner = try target.link(security: security, speed: speed)
                 options.connectFailure = inner.failure
                 let wrapped = RecordingLink(inner.link)
                 link = wrapped
@@ -293,13 +303,21 @@ enum ReplayTarget: CustomStringConvertible {
     }
 
     /// The link to a target outside this process, and how to ask it why a connection failed.
-    func link(security: String) throws -> (link: any TimedATTBearer & LinkControl, failure: @Sendable () async -> String?) {
+    func link(security: String, speed: Double) throws -> (link: any TimedATTBearer & LinkControl, failure: @Sendable () async -> String?) {
         switch self {
         case .emulated:
             throw ExitStatus.software.exitCode
-        case .unix, .bluez:
-            printError("gattlab: error: the bluez: target is not built yet")
-            throw ExitStatus.usage.exitCode
+        case .unix(let path):
+            let link = UnixSocketLink(path: path, speed: speed)
+            return (link, { await link.lastError?.description })
+        case .bluez(let text):
+            let target: BlueZTarget
+            do { target = try BlueZTarget(parsing: text) } catch {
+                printError("gattlab: error: \(error.description)")
+                throw ExitStatus.usage.exitCode
+            }
+            let link = BlueZLink(target: target, security: BlueZSecurity(rawValue: security) ?? .low)
+            return (link, { await link.lastError?.description })
         }
     }
 }

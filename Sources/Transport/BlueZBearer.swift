@@ -60,6 +60,18 @@ public final class BlueZBearer: TimedATTBearer, @unchecked Sendable {
         return BlueZBearer(fd: try result.get(), peer: target)
     }
 
+    /// Asks the kernel for a higher security level on the live link: it pairs (or encrypts with a
+    /// stored key) before the next PDU goes out, as BlueZ's own GATT client does on an
+    /// Insufficient Authentication or Encryption error.
+    public func raiseSecurity(to level: BlueZSecurity) throws(BearerError) {
+        lock.lock(); defer { lock.unlock() }
+        guard !closed else { throw .closed }
+        var wanted = bt_security(level: level.level, key_size: 0)
+        guard setsockopt(fd, SOL_BLUETOOTH, BT_SECURITY, &wanted, socklen_t(MemoryLayout<bt_security>.size)) == 0 else {
+            throw socketError(errno, "cannot raise the link's security to \(level.rawValue)")
+        }
+    }
+
     /// The security level the kernel reports for the link now; nil once closed.
     public var securityLevel: BlueZSecurity? {
         lock.lock(); defer { lock.unlock() }
@@ -321,11 +333,6 @@ func receiveMessage(_ fd: Int32, within microseconds: Int64) -> Result<[UInt8]?,
     return .success(Array(buffer.prefix(n)))
 }
 
-private func monotonicMicroseconds() -> Int64 {
-    var t = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &t)
-    return Int64(t.tv_sec) * 1_000_000 + Int64(t.tv_nsec) / 1000
-}
 
 // MARK: - Errors for people
 

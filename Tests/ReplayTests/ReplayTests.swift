@@ -237,3 +237,60 @@ final class ReplayTests: XCTestCase {
         XCTAssertNil(ReplayTiming("soon"))
     }
 }
+
+/// The same replays through an emulator served on a Unix socket: the emulator and the replay's
+/// clock run at one speed, so recorded delays and device timers keep their order.
+final class ReplayOverUnixSocketTests: XCTestCase {
+    func testEveryProjectCaptureIsEquivalentThroughUnix() async throws {
+        let dir = try Files.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let captures = try Files.projectCaptures().filter { $0.contains("/emulated/") }
+        for (i, path) in captures.enumerated() {
+            let spec = try XCTUnwrap(EmulatedDeviceSpec.forRecording(named: path), path)
+            let script = try ScriptExtractor.extract(path: path, options: ExtractOptions(revealSecrets: true))
+            // About a fifth of a second of wall time each, whatever the session's length: fast
+            // enough for CI, slow enough that a loaded machine's pauses stay small in device time.
+            let speed = min(2000, max(50, (Double(script.steps.last?.at ?? 0) / 200_000).rounded()))
+            let socket = dir.appendingPathComponent("e\(i).sock").path
+            let emulator = try SocketEmulator(device: spec, seed: 1, path: socket, speed: speed)
+            let stop = StopSignal()
+            let served = Task { await emulator.serve(stop: stop) }
+            let link = UnixSocketLink(path: socket, speed: speed)
+            let report = try await ReplayRunner(script: script).run(on: link, target: "unix:\(socket)")
+            stop.stop()
+            _ = await served.value
+            XCTAssertEqual(report.verdict, .equivalent, "\(path) at \(speed)x:\n\(report.text(verbose: false, color: false))")
+        }
+    }
+
+    func testADeviceThatStopsAnsweringEndsAtTheATTTimeout() async throws {
+        let dir = try Files.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let script = try ReplayTests.script("speaker-reboot-validate-mtu247")
+        let spec = try XCTUnwrap(EmulatedDeviceSpec.named("speaker-hangs-downloading"))
+        let socket = dir.appendingPathComponent("hang.sock").path
+        let emulator = try SocketEmulator(device: spec, seed: 1, path: socket, speed: 500)
+        let stop = StopSignal()
+        let served = Task { await emulator.serve(stop: stop) }
+        let started = Date()
+        let options = ReplayOptions(timing: .recorded, attTimeout: 30_000_000)
+        let report = try await ReplayRunner(script: script, options: options).run(on: UnixSocketLink(path: socket, speed: 500), target: "unix")
+        stop.stop()
+        _ = await served.value
+        XCTAssertEqual(report.verdict, .targetFailed, report.text(verbose: true, color: false))
+        XCTAssertTrue(report.failure?.differences.last?.contains("ATT transaction timeout") == true)
+        XCTAssertLessThan(Date().timeIntervalSince(started), 10, "30 s of device time at 500x: nothing hangs")
+    }
+
+    func testNoEmulatorIsATargetFailureAtTheFirstStep() async throws {
+        let script = try ReplayTests.script("sensor-scan-mtu247")
+        let link = UnixSocketLink(path: "/nonexistent/gattlab.sock")
+        var options = ReplayOptions()
+        options.connectFailure = { await link.lastError?.description }
+        let report = try await ReplayRunner(script: script, options: options).run(on: link, target: "unix")
+        XCTAssertEqual(report.verdict, .targetFailed)
+        XCTAssertEqual(report.failure?.step, 1)
+        XCTAssertTrue(report.failure?.differences.last?.hasPrefix("cannot connect: cannot connect to unix:/nonexistent") == true,
+                      "\(report.failure?.differences ?? [])")
+    }
+}
