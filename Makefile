@@ -43,6 +43,9 @@ demo: build
 	@echo
 	@echo "== gattlab redact $(DEMO) -o .build/demo-shareable.btsnoop   (safe to share: secrets overwritten, checked)"
 	@$(GATTLAB) redact --force $(DEMO) -o .build/demo-shareable.btsnoop
+	@echo
+	@echo "== gattlab replay run $(DEMO) --target emu:speaker   (the field session against a healthy emulated speaker)"
+	@$(GATTLAB) replay run $(DEMO) --target emu:speaker; test $$? -le 1
 
 test: setup
 	$(SWIFT) build --build-tests

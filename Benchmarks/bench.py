@@ -8,6 +8,10 @@ RSS and the ratio. Peak RSS is the child's ru_maxrss from wait4, so it is measur
 Figures tracked (issue 2): at least 30x tshark's records/s for the GATT-level decode, and peak
 RSS under 64 MB at 1M and 4M records.
 
+Issue 6: a full OTA session (Captures/emulated/speaker-ota-mtu247.btsnoop) replayed in fast mode
+against the in-process emulator and against an emulator process over unix: (a fresh device per
+session, device time 1000x and 10000x the wall clock), sessions per second.
+
 Issue 4: `gattlab timeline` on a folder of many captures (the real captures and Captures/,
 linked several times over): captures/s on one core (--jobs 1) and on all cores, the speed-up,
 and tshark reading the same files for the link story (one process per file, serial and with
@@ -86,9 +90,14 @@ def main():
     ap.add_argument("--out", default=os.path.join(ROOT, "bench-out"))
     ap.add_argument("--timeline-only", action="store_true", help="only the timeline folder benchmark")
     ap.add_argument("--copies", type=int, default=4, help="times each capture appears in the timeline folder")
+    ap.add_argument("--replay-only", action="store_true", help="only the replay sessions/s benchmark")
+    ap.add_argument("--sessions", type=int, default=2000, help="sessions replayed in-process (a tenth of it over unix:)")
     args = ap.parse_args()
 
     os.makedirs(args.out, exist_ok=True)
+    if args.replay_only:
+        replay_sessions(args)
+        return
     if args.timeline_only:
         timeline_folder(args)
         return
@@ -138,6 +147,49 @@ def main():
                 f"peak RSS {max(r['peak_rss_mb'] for r in rows if r['case'].startswith('gattlab info'))} MB (aim < 64 MB)"]
     print("\n" + "; ".join(verdicts))
     timeline_folder(args)
+    replay_sessions(args)
+
+
+def replay_sessions(args):
+    """Issue 6: sessions/s of a full OTA replay, in-process and through an emulator process."""
+    capture = os.path.join(ROOT, "Captures", "emulated", "speaker-ota-mtu247.btsnoop")
+    base = [args.gattlab, "replay", "run", capture, "--timing", "fast"]
+
+    def sessions(argv, n):
+        start = time.perf_counter()
+        out = subprocess.run(argv + ["--repeat", str(n)], capture_output=True, text=True)
+        elapsed = time.perf_counter() - start
+        if out.returncode != 0:
+            sys.exit(f"{' '.join(argv)} failed ({out.returncode}): {out.stdout[-500:]} {out.stderr[-500:]}")
+        return elapsed
+
+    rows = []
+    n = args.sessions
+    print(f"\nreplaying {os.path.basename(capture)} {n} times in-process ...", file=sys.stderr)
+    rows.append(("in-process emulator (emu:speaker-ota)", n, sessions(base + ["--target", "emu:speaker-ota"], n), "virtual"))
+    for speed in (1000, 10000):
+        sock = os.path.join(args.out, f"replay-{speed}.sock")
+        emulator = subprocess.Popen([args.gattlab, "emulate", "speaker-ota", "--listen", f"unix:{sock}", "--speed", str(speed),
+                                     "--fresh-device", "--quiet"], stderr=subprocess.DEVNULL)
+        try:
+            for _ in range(200):
+                if os.path.exists(sock):
+                    break
+                time.sleep(0.02)
+            m = max(10, n // 10)
+            print(f"replaying it {m} times through unix: at {speed}x ...", file=sys.stderr)
+            rows.append((f"emulator process over unix: ({speed}x device time)", m,
+                         sessions(base + ["--target", f"unix:{sock}", "--speed", str(speed)], m), f"{speed}x"))
+        finally:
+            emulator.terminate()
+            emulator.wait()
+    print("\n| replay of a full OTA session, fast | sessions | seconds | sessions/s | device time |")
+    print("|---|---:|---:|---:|---|")
+    for name, count, sec, clock in rows:
+        print(f"| {name} | {count} | {sec:.2f} | {count / sec:,.1f} | {clock} |")
+    print("\n(over unix: the session takes 15 s of device time: at 1000x that alone is 15 ms per session)")
+    with open(os.path.join(args.out, "replay-results.json"), "w") as f:
+        json.dump([{"case": r[0], "sessions": r[1], "seconds": r[2], "sessions_per_s": r[1] / r[2]} for r in rows], f, indent=2)
 
 
 def timeline_folder(args):

@@ -97,8 +97,12 @@ public actor SocketEmulator {
     public let path: String
     private let clock: ScaledClock
     private let listener: UnixSocketListener
-    private let scheduler: VirtualScheduler
-    private let device: any DeviceModel
+    private var scheduler: VirtualScheduler
+    private var device: any DeviceModel
+    private let factory: DeviceFactory
+    /// Each client gets a device just started (a soak test of one session), instead of the one
+    /// device whose state carries over from client to client.
+    public let freshDevicePerClient: Bool
     private var serving = false
     public private(set) var counters = SocketEmulatorCounters()
 
@@ -110,7 +114,9 @@ public actor SocketEmulator {
 
     /// Serves `spec` built with `seed` on `listener`.
     public init(device spec: EmulatedDeviceSpec, seed: UInt64 = 1, listener: UnixSocketListener, speed: Double = 1,
-                clientSendTimeout: Int64 = 10_000_000) {
+                clientSendTimeout: Int64 = 10_000_000, freshDevicePerClient: Bool = false) {
+        self.freshDevicePerClient = freshDevicePerClient
+        factory = spec.factory
         name = spec.name
         self.clientSendTimeout = clientSendTimeout
         self.seed = seed
@@ -124,9 +130,9 @@ public actor SocketEmulator {
 
     /// Listens on `path` (see `UnixSocketListener.init(path:)` for what it refuses) and serves `spec`.
     public init(device spec: EmulatedDeviceSpec, seed: UInt64 = 1, path: String, speed: Double = 1,
-                clientSendTimeout: Int64 = 10_000_000) throws(BearerError) {
+                clientSendTimeout: Int64 = 10_000_000, freshDevicePerClient: Bool = false) throws(BearerError) {
         self.init(device: spec, seed: seed, listener: try UnixSocketListener(path: path), speed: speed,
-                  clientSendTimeout: clientSendTimeout)
+                  clientSendTimeout: clientSendTimeout, freshDevicePerClient: freshDevicePerClient)
     }
 
     /// Runs a closure on the device model (tests inspect its state this way).
@@ -192,6 +198,10 @@ public actor SocketEmulator {
     }
 
     private func serve(_ client: UnixSocketBearer, stop: StopSignal?, encrypted: inout Bool) async -> Ending {
+        if freshDevicePerClient, counters.connections > 1 {
+            scheduler = VirtualScheduler(start: clock.now())
+            device = factory(scheduler, seed)
+        }
         device.server.resetConnection()
         device.connected()
         if let ending = await flush(to: client) { return ending }

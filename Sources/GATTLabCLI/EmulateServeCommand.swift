@@ -49,6 +49,9 @@ extension EmulateCommand {
         @Option(name: .long, help: ArgumentHelp("Stop after serving this many clients (default: until SIGINT or SIGTERM).", valueName: "n"))
         var connections: Int?
 
+        @Flag(name: .customLong("fresh-device"), help: "Give each client a device just started, instead of one device whose state carries over (soak tests of one session).")
+        var freshDevice = false
+
         @Flag(name: .long, help: "Print nothing per client.")
         var quiet = false
 
@@ -84,7 +87,7 @@ extension EmulateCommand {
             }
             let emulator: SocketEmulator
             do {
-                emulator = try SocketEmulator(device: spec, seed: seed, path: path, speed: speed)
+                emulator = try SocketEmulator(device: spec, seed: seed, path: path, speed: speed, freshDevicePerClient: freshDevice)
             } catch {
                 printError("gattlab: error: \(error)")
                 throw ExitCode(ExitStatus.cannotCreate.rawValue)

@@ -134,6 +134,9 @@ struct ReplayCommand: ParsableCommand {
         @Option(name: .long, help: "Report format: text or json.")
         var format: OutputFormatOption = .text
 
+        @Option(name: .customLong("repeat"), help: ArgumentHelp("Run the session this many times (a soak test; sessions/s on stderr). The report shown is the first that differs, else the last.", valueName: "n"))
+        var repeatCount = 1
+
         @Flag(name: .shortAndLong, help: "List every step, not only those that differ.")
         var verbose = false
 
@@ -145,6 +148,8 @@ struct ReplayCommand: ParsableCommand {
             guard attTimeout > 0, attTimeout <= 3600 else { throw ValidationError("--att-timeout must be between 0 and 3600 seconds") }
             for s in settings where !s.contains("=") { throw ValidationError("--set takes name=value, not '\(s)'") }
             guard ["low", "medium", "high"].contains(security) else { throw ValidationError("--security must be low, medium or high") }
+            guard (1...1_000_000).contains(repeatCount) else { throw ValidationError("--repeat must be 1 to 1000000") }
+            if repeatCount > 1, record != nil { throw ValidationError("--record records one session; leave out --repeat") }
             guard speed > 0, speed <= 100_000 else { throw ValidationError("--speed must be a positive factor, at most 100000") }
             let parsed = try ReplayTarget.parse(target)
             if case .bluez(let text) = parsed {
@@ -154,7 +159,7 @@ struct ReplayCommand: ParsableCommand {
 
         func run() throws {
             let target = try ReplayTarget.parse(target)
-            var options = ReplayOptions(timing: ReplayTiming(timing) ?? .recorded,
+            let options = ReplayOptions(timing: ReplayTiming(timing) ?? .recorded,
                                         settings: Dictionary(settings.map { s in
                                             let i = s.firstIndex(of: "=") ?? s.endIndex
                                             return (String(s[..<i]), String(s[s.index(after: i)...]))
@@ -171,40 +176,57 @@ struct ReplayCommand: ParsableCommand {
                 printError("gattlab: error: \(error.description)")
                 throw ExitStatus.usage.exitCode
             }
-            let link: any TimedATTBearer & LinkControl
-            let recordingLink: RecordingLink?
-            let emulated: EmulatedLink?
+            // One link per repetition: a fresh emulated device, or a new connection to the
+            // emulator process or device (which serves them one after another).
+            let (seed, speed, security, label) = (seed, speed, security, target.description)
+            let makeLink: @Sendable () throws -> (link: any TimedATTBearer & LinkControl, recording: @Sendable () async -> Recording,
+                                                  failure: (@Sendable () async -> String?)?)
             switch target {
             case .emulated(let spec):
-                let e = EmulatedLink(seed: seed, device: spec.factory)
-                link = e
-                emulated = e
-                recordingLink = nil
+                makeLink = {
+                    let e = EmulatedLink(seed: seed, device: spec.factory)
+                    return (e, { await e.recording() }, nil)
+                }
             case .unix, .bluez:
-                let inner = try target.link(security: security, speed: speed)
-                options.connectFailure = inner.failure
-                let wrapped = RecordingLink(inner.link)
-                link = wrapped
-                recordingLink = wrapped
-                emulated = nil
+                makeLink = {
+                    let inner = try target.link(security: security, speed: speed)
+                    let wrapped = RecordingLink(inner.link)
+                    return (wrapped, { await wrapped.recording() }, inner.failure)
+                }
             }
+            let links = try (0..<repeatCount).map { _ in try makeLink() }
             let box = ReportBox()
             let semaphore = DispatchSemaphore(value: 0)
-            let label = target.description
-            let finalOptions = options
+            let (wantsRecording, repeats) = (record != nil, repeatCount)
+            let started = Date()
             Task {
-                do throws(ReplayError) {
-                    box.set(.success(try await ReplayRunner(script: script, options: finalOptions).run(on: link, target: label)))
-                } catch {
-                    box.set(.failure(error))
+                var tally: [ReplayReport.Verdict: Int] = [:]
+                var shown: ReplayReport?
+                for (i, l) in links.enumerated() {
+                    var o = options
+                    o.connectFailure = l.failure
+                    do throws(ReplayError) {
+                        let r = try await ReplayRunner(script: script, options: o).run(on: l.link, target: label)
+                        tally[r.verdict, default: 0] += 1
+                        // The first report that is not equivalent is kept; else the latest.
+                        if shown?.verdict ?? .equivalent == .equivalent { shown = r }
+                    } catch {
+                        box.set(.failure(error))
+                        break
+                    }
+                    if wantsRecording, i == 0 { box.setRecording(await l.recording()) }
                 }
-                if record != nil {
-                    let recording = if let emulated { await emulated.recording() } else { await recordingLink?.recording() ?? Recording() }
-                    box.setRecording(recording)
-                }
+                if let shown { box.set(.success(shown)) }
+                box.tally = tally
                 semaphore.signal()
             }
             semaphore.wait()
+            if repeatCount > 1 {
+                let seconds = Date().timeIntervalSince(started)
+                let t = box.tally
+                printError("\(repeatCount) sessions in \(String(format: "%.3f", seconds)) s (\(String(format: "%.1f", Double(repeatCount) / seconds)) sessions/s): "
+                           + "\(t[.equivalent] ?? 0) equivalent, \(t[.diverged] ?? 0) diverged, \(t[.targetFailed] ?? 0) target failed")
+            }
             let report: ReplayReport
             switch box.get() {
             case .success(let r): report = r
@@ -327,6 +349,11 @@ private final class ReportBox: @unchecked Sendable {
     private let lock = NSLock()
     private var value: Result<ReplayReport, ReplayError>?
     private var recorded: Recording?
+    private var counts: [ReplayReport.Verdict: Int] = [:]
+    var tally: [ReplayReport.Verdict: Int] {
+        get { lock.withLock { counts } }
+        set { lock.withLock { counts = newValue } }
+    }
     func set(_ v: Result<ReplayReport, ReplayError>) { lock.withLock { value = v } }
     func get() -> Result<ReplayReport, ReplayError>? { lock.withLock { value } }
     func setRecording(_ r: Recording) { lock.withLock { recorded = r } }

@@ -1,3 +1,6 @@
+// CBlueZ brings <sys/socket.h> into this module too: without importing it here a whole-module
+// (release) build no longer finds SOCK_SEQPACKET and MSG_NOSIGNAL through Glibc.
+import CBlueZ
 import Dispatch
 import Foundation
 #if canImport(Glibc)
