@@ -48,6 +48,18 @@ final class BufferedInput {
         self.buffer = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 16)
     }
 
+    /// Bytes already in memory (a fuzzer's input): no descriptor, the end of file is at their end.
+    init(bytes: [UInt8], name: String) {
+        path = name
+        fd = -1
+        ownsDescriptor = false
+        capacity = max(16, bytes.count)
+        buffer = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 16)
+        bytes.withUnsafeBytes { if let base = $0.baseAddress { buffer.copyMemory(from: base, byteCount: bytes.count) } }
+        end = bytes.count
+        atEOF = true
+    }
+
     deinit {
         if ownsDescriptor { close(fd) }
         buffer.deallocate()

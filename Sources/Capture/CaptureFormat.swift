@@ -92,6 +92,18 @@ public protocol CaptureReader: AnyObject {
     func next() throws(CaptureError) -> CaptureRecord?
 }
 
+/// Reads a btsnoop or PacketLogger capture held in memory (pcap and pcapng go through libpcap,
+/// which reads files): what the fuzzer feeds the readers.
+public func openCapture(bytes: [UInt8], name: String = "<memory>") throws(CaptureError) -> any CaptureReader {
+    let input = BufferedInput(bytes: bytes, name: name)
+    let head = Array(bytes.prefix(16))
+    switch head.withUnsafeBytes({ CaptureFormat.detect($0) }) {
+    case .btsnoop?: return try BTSnoopReader(input: input)
+    case .packetLogger(let bigEndian)?: return PacketLoggerReader(input: input, bigEndian: bigEndian)
+    default: throw CaptureError(.unknownFormat, path: name, offset: 0, "not a btsnoop or PacketLogger capture")
+    }
+}
+
 /// Opens a capture of any supported format, detected from its first bytes; "-" is standard input.
 public func openCapture(_ path: String) throws(CaptureError) -> any CaptureReader {
     let input = try BufferedInput(path: path)
