@@ -124,7 +124,10 @@ extension ESPProvisioning.SessionMessage {
             switch p.payload {
             case .sc?: payload = .sec0Command
             case .sr(let r)?: payload = .sec0Response(status: d.named(r.status.rawValue, ESPProvisioning.statusNames, "S0SessionResp.status"))
-            case nil: d.problems.append(.init("esp.empty-session", "Sec0Payload without a command or response"))
+            case nil:
+                // A msg type with no payload to carry: nothing to act on, and nothing the encoder could write back.
+                d.problems.append(.init("esp.empty-session", "Sec0Payload without a command or response"))
+                type = nil
             }
         case .sec1(let p)?:
             type = d.named(p.msg.rawValue, ESPProvisioning.sec1TypeNames, "Sec1Payload.msg")
@@ -137,7 +140,9 @@ extension ESPProvisioning.SessionMessage {
             case .sr1(let r)?:
                 payload = .sec1Response1(status: d.named(r.status.rawValue, ESPProvisioning.statusNames, "SessionResp1.status"),
                                          deviceVerifyData: [UInt8](r.deviceVerifyData))
-            case nil: d.problems.append(.init("esp.empty-session", "Sec1Payload without a handshake message"))
+            case nil:
+                d.problems.append(.init("esp.empty-session", "Sec1Payload without a handshake message"))
+                type = nil
             }
         case .sec2(let p)?:
             let step = d.named(p.msg.rawValue, ESPProvisioning.sec2TypeNames, "Sec2Payload.msg")

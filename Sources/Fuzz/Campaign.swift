@@ -1,0 +1,249 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// How long and where a campaign runs.
+public struct CampaignOptions: Sendable {
+    public var seed: UInt64 = 1
+    /// Stop after this many executions (nil: no limit).
+    public var runs: Int?
+    /// Stop after this many seconds (nil: no limit).
+    public var seconds: Double?
+    /// Corpus folder (the libFuzzer layout: one file per input); read at start, new inputs added.
+    public var corpus: String?
+    /// Where findings go.
+    public var findings: String = "fuzz-findings"
+    /// Go on after a finding (default: stop at the first, as libFuzzer does).
+    public var keepGoing = false
+    /// A single execution slower than this is a finding (a hang in the making).
+    public var slowSeconds: Double = 5
+    /// Progress lines on stderr every this many seconds (0: none).
+    public var progressEvery: Double = 2
+
+    public init() {}
+}
+
+/// What a campaign did.
+public struct CampaignSummary: Sendable, Codable {
+    public var target: String
+    public var runs: Int
+    public var seconds: Double
+    public var execsPerSecond: Double
+    public var corpusStart: Int
+    public var corpusEnd: Int
+    public var features: Int
+    public var findings: [FindingRecord]
+}
+
+public struct FindingRecord: Sendable, Codable, Hashable {
+    public var kind: String
+    public var detail: String
+    /// The minimized reproducer.
+    public var file: String
+    public var inputLength: Int
+    /// Executions until it was found.
+    public var afterRuns: Int
+}
+
+/// The in-process engine: mutate inputs from the corpus (structure-aware and generic), run the
+/// target, keep what shows new behaviour, write findings atomically with a minimized reproducer.
+/// A trap in the target (a crash) is caught by a signal handler that writes the input that caused
+/// it before the process ends, so a killed or crashed campaign loses no finding and resumes from
+/// its corpus.
+public final class Campaign {
+    public let target: FuzzTarget
+    public let options: CampaignOptions
+    private var corpus: [[UInt8]] = []
+    private var known = Set<UInt64>()
+    private let features = Features()
+    private var random: FuzzRandom
+    private var findings: [FindingRecord] = []
+    private var foundKinds = Set<String>()
+
+    /// Quirks planted in an emulated device target, written in the notes so a reproducer finds
+    /// the same device.
+    public let quirks: [String]
+
+    public init(target: FuzzTarget, options: CampaignOptions, quirks: [String] = []) {
+        self.target = target
+        self.options = options
+        self.quirks = quirks
+        random = FuzzRandom(seed: options.seed)
+    }
+
+    /// Loads the corpus folder and the target's seeds, running each once for its features.
+    func load() throws(FuzzError) {
+        var inputs = target.seeds()
+        if let dir = options.corpus {
+            try Storage.makeFolder(dir)
+            inputs += Storage.inputs(in: dir, maxLength: target.maxLength)
+        }
+        for input in inputs { _ = add(input, write: false) }
+        if let dir = options.corpus {
+            // Seeds join the folder so a libFuzzer run on it starts from them too.
+            for input in target.seeds() { try? Storage.writeInput(input, to: dir) }
+        }
+    }
+
+    /// Runs the input for its features; keeps it when it shows something new (or is a seed).
+    @discardableResult
+    private func add(_ input: [UInt8], write: Bool) -> FuzzOutcome {
+        let id = Storage.hash(input)
+        features.reset()
+        CrashGuard.current(input)
+        let outcome = target.execute(input, features)
+        if !known.contains(id), features.novel > 0 || !write {
+            known.insert(id)
+            corpus.append(input)
+            if write, let dir = options.corpus { try? Storage.writeInput(input, to: dir) }
+        }
+        return outcome
+    }
+
+    public func run(progress: (String) -> Void = { _ in }) throws(FuzzError) -> CampaignSummary {
+        try Storage.makeFolder(options.findings)
+        CrashGuard.install(findings: options.findings, target: target.name, quirks: quirks)
+        try load()
+        let corpusStart = corpus.count
+        let start = Date()
+        var lastProgress = start
+        var runs = 0
+        while true {
+            if let limit = options.runs, runs >= limit { break }
+            let now = Date()
+            if let limit = options.seconds, now.timeIntervalSince(start) >= limit { break }
+            if options.progressEvery > 0, now.timeIntervalSince(lastProgress) >= options.progressEvery {
+                lastProgress = now
+                progress(line(runs: runs, since: start))
+            }
+            var input = corpus.isEmpty ? [] : corpus[random.below(corpus.count)]
+            mutate(&input)
+            let began = DispatchTime.now().uptimeNanoseconds
+            let outcome = add(input, write: true)
+            runs += 1
+            let took = Double(DispatchTime.now().uptimeNanoseconds - began) / 1e9
+            var result = outcome
+            if !result.isFinding, took > options.slowSeconds {
+                result = .finding(kind: "slow-input", detail: "one execution took \(String(format: "%.1f", took)) s")
+            }
+            if case .finding(let kind, let detail) = result {
+                if !foundKinds.contains(kind) {
+                    foundKinds.insert(kind)
+                    let minimal = minimize(input, kind: kind)
+                    let file = try Storage.writeFinding(minimal, kind: kind, detail: detail, target: target.name, quirks: quirks, to: options.findings)
+                    findings.append(FindingRecord(kind: kind, detail: detail, file: file, inputLength: minimal.count, afterRuns: runs))
+                    progress("finding \(kind) after \(runs) runs: \(detail)\n  reproducer: \(file)  (gattlab fuzz reproduce \(file))")
+                }
+                if !options.keepGoing { break }
+            }
+        }
+        CrashGuard.clear()
+        let seconds = max(Date().timeIntervalSince(start), 1e-9)
+        return CampaignSummary(target: target.name, runs: runs, seconds: seconds, execsPerSecond: Double(runs) / seconds,
+                               corpusStart: corpusStart, corpusEnd: corpus.count, features: features.total, findings: findings)
+    }
+
+    private func line(runs: Int, since start: Date) -> String {
+        let s = Date().timeIntervalSince(start)
+        return "#\(runs) \(Int(Double(runs) / max(s, 1e-9))) exec/s corpus \(corpus.count) features \(features.total) findings \(findings.count)"
+    }
+
+    private func mutate(_ input: inout [UInt8]) {
+        if let m = target.mutator, random.chance(60) {
+            m(&input, &random)
+        } else {
+            let other = corpus.isEmpty ? nil : corpus[random.below(corpus.count)]
+            GenericMutator.mutate(&input, &random, maxLength: target.maxLength, other: other)
+        }
+        if input.count > target.maxLength { input.removeLast(input.count - target.maxLength) }
+    }
+
+    /// The smallest input found that still gives a finding of `kind`: whole chunks removed, then
+    /// single bytes, at most a few thousand tries.
+    func minimize(_ input: [UInt8], kind: String) -> [UInt8] {
+        var best = input
+        var tries = 0
+        var chunk = max(1, best.count / 2)
+        while chunk >= 1, tries < 4000 {
+            var i = 0
+            var shrunk = false
+            while i < best.count, tries < 4000 {
+                var candidate = best
+                candidate.removeSubrange(i..<min(best.count, i + chunk))
+                tries += 1
+                CrashGuard.current(candidate)
+                if case .finding(let k, _) = target.execute(candidate, Features()), k == kind {
+                    best = candidate
+                    shrunk = true
+                } else {
+                    i += chunk
+                }
+            }
+            if !shrunk { chunk /= 2 }
+        }
+        return best
+    }
+}
+
+/// Files of corpora and findings: written to a temporary name and renamed, so a campaign killed
+/// at any moment leaves whole files only.
+public enum Storage {
+    public static func hash(_ bytes: [UInt8]) -> UInt64 {
+        var h: UInt64 = 0xCBF2_9CE4_8422_2325
+        for b in bytes { h = (h ^ UInt64(b)) &* 0x100_0000_01B3 }
+        return h
+    }
+
+    public static func name(_ bytes: [UInt8]) -> String {
+        let hex = String(hash(bytes), radix: 16)
+        return String(repeating: "0", count: 16 - hex.count) + hex
+    }
+
+    static func makeFolder(_ path: String) throws(FuzzError) {
+        do { try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true) } catch {
+            throw .io("\(path): cannot create the folder: \(error.localizedDescription)")
+        }
+    }
+
+    /// Every input file in a corpus folder (dot files and subfolders skipped), cut to `maxLength`.
+    public static func inputs(in dir: String, maxLength: Int) -> [[UInt8]] {
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []).filter { !$0.hasPrefix(".") }.sorted()
+        return names.compactMap { name in
+            let path = (dir as NSString).appendingPathComponent(name)
+            var isDir: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDir), !isDir.boolValue,
+                  let data = FileManager.default.contents(atPath: path) else { return nil }
+            return Array(data.prefix(maxLength))
+        }
+    }
+
+    /// Writes `bytes` under `dir/name` atomically; false when it exists already.
+    @discardableResult
+    public static func writeAtomically(_ bytes: [UInt8], dir: String, name: String) throws(FuzzError) -> String {
+        let path = (dir as NSString).appendingPathComponent(name)
+        let temp = (dir as NSString).appendingPathComponent(".tmp-\(getpid())-\(name)")
+        guard FileManager.default.createFile(atPath: temp, contents: Data(bytes)) else { throw .io("\(temp): cannot write") }
+        guard rename(temp, path) == 0 else {
+            unlink(temp)
+            throw .io("\(path): cannot write: \(String(cString: strerror(errno)))")
+        }
+        return path
+    }
+
+    public static func writeInput(_ bytes: [UInt8], to dir: String) throws(FuzzError) {
+        let name = name(bytes)
+        if FileManager.default.fileExists(atPath: (dir as NSString).appendingPathComponent(name)) { return }
+        try writeAtomically(bytes, dir: dir, name: name)
+    }
+
+    /// A finding: the reproducer and a note beside it (target, kind, what was seen, how to replay it).
+    public static func writeFinding(_ bytes: [UInt8], kind: String, detail: String, target: String, quirks: [String] = [],
+                                    to dir: String) throws(FuzzError) -> String {
+        let base = "\(target)-\(kind)-\(name(bytes))"
+        let path = (dir as NSString).appendingPathComponent(base)
+        let note = "target: \(target)\nquirks: \(quirks.joined(separator: ", "))\nkind: \(kind)\ndetail: \(detail)\nlength: \(bytes.count)\nreproduce: gattlab fuzz reproduce \(path)\n"
+        try writeAtomically(Array(note.utf8), dir: dir, name: base + ".txt")
+        return try writeAtomically(bytes, dir: dir, name: base)
+    }
+}

@@ -1,0 +1,114 @@
+/// What the oracles said of one input.
+public enum FuzzOutcome: Sendable, Equatable {
+    case ok
+    /// A bug: `kind` is stable (it names the finding file and groups repeats), `detail` says what
+    /// was seen, for people.
+    case finding(kind: String, detail: String)
+
+    public var isFinding: Bool {
+        if case .finding = self { return true }
+        return false
+    }
+}
+
+/// The behaviour an input showed, as hashed features (decoder outcomes, problem ids, states,
+/// length classes): the feedback that keeps an input in the corpus when it shows something new.
+/// Without compiler coverage (that is the libFuzzer builds' job) this is what guides the
+/// in-process engine. One bitmap for the campaign; `add` counts features never seen before.
+public final class Features {
+    private var bits = [UInt64](repeating: 0, count: 1 << 12)  // 2^18 features
+    /// Features the current input showed for the first time.
+    public private(set) var novel = 0
+    /// Distinct features seen in the campaign.
+    public private(set) var total = 0
+
+    public init() {}
+
+    @inline(__always)
+    public func add(_ feature: UInt64) {
+        let h = (feature &* 0x9E37_79B9_7F4A_7C15) >> 46  // 18 bits
+        let word = Int(h >> 6), bit = UInt64(1) << (h & 63)
+        if bits[word] & bit == 0 {
+            bits[word] |= bit
+            novel += 1
+            total += 1
+        }
+    }
+
+    /// A feature from a tag and a value (a problem id's hash, a state, a length class).
+    @inline(__always)
+    public func add(_ tag: UInt64, _ value: UInt64) { add(tag &* 0x100_0000_01B3 ^ value) }
+
+    public func add(_ tag: UInt64, _ text: String) { add(tag, Self.hash(text)) }
+
+    /// Starts a new input.
+    public func reset() { novel = 0 }
+
+    public static func hash(_ text: String) -> UInt64 {
+        var h: UInt64 = 0xCBF2_9CE4_8422_2325
+        for b in text.utf8 { h = (h ^ UInt64(b)) &* 0x100_0000_01B3 }
+        return h
+    }
+
+    /// Length classes: 0..16 exactly, then powers of two, so boundaries count and sizes do not explode.
+    @inline(__always)
+    public static func lengthClass(_ n: Int) -> UInt64 {
+        n <= 16 ? UInt64(n) : 16 + UInt64(Int.bitWidth - n.leadingZeroBitCount)
+    }
+}
+
+/// One thing the fuzzer can aim at: a decoder of the project or an emulated device's request
+/// handling, with its seeds and its structure-aware mutations.
+public struct FuzzTarget: Sendable {
+    public let name: String
+    public let summary: String
+    /// Seed inputs from the codecs (the committed Corpus/ adds inputs from Captures/).
+    public let seeds: @Sendable () -> [[UInt8]]
+    /// Structure-aware mutations (nil: generic ones only).
+    public let mutator: (@Sendable (inout [UInt8], inout FuzzRandom) -> Void)?
+    /// Runs one input through the target and its oracles.
+    public let execute: @Sendable ([UInt8], Features) -> FuzzOutcome
+    /// The largest input the target is given (a libFuzzer -max_len too).
+    public let maxLength: Int
+
+    public init(name: String, summary: String, maxLength: Int = 4096, seeds: @escaping @Sendable () -> [[UInt8]],
+                mutator: (@Sendable (inout [UInt8], inout FuzzRandom) -> Void)? = nil,
+                execute: @escaping @Sendable ([UInt8], Features) -> FuzzOutcome) {
+        self.name = name
+        self.summary = summary
+        self.maxLength = maxLength
+        self.seeds = seeds
+        self.mutator = mutator
+        self.execute = execute
+    }
+
+    /// Runs one input outside a campaign (a reproducer, a libFuzzer harness).
+    public func run(_ input: [UInt8]) -> FuzzOutcome {
+        execute(Array(input.prefix(maxLength)), Features())
+    }
+}
+
+/// The fuzzer's only source of randomness (SplitMix64): the same seed gives the same campaign.
+public struct FuzzRandom: Sendable {
+    private var state: UInt64
+    public init(seed: UInt64) { state = seed ^ 0xA076_1D64_78BD_642F }
+
+    @inline(__always)
+    public mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    /// 0..<n (0 when n <= 0).
+    @inline(__always)
+    public mutating func below(_ n: Int) -> Int { n > 0 ? Int(next() % UInt64(n)) : 0 }
+
+    public mutating func chance(_ percent: Int) -> Bool { below(100) < percent }
+
+    public mutating func pick<T>(_ items: [T]) -> T? { items.isEmpty ? nil : items[below(items.count)] }
+
+    public mutating func byte() -> UInt8 { UInt8(truncatingIfNeeded: next()) }
+}

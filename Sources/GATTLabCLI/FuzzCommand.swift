@@ -1,0 +1,234 @@
+import ArgumentParser
+import Foundation
+import Fuzz
+
+/// `gattlab fuzz`: structure-aware fuzzing of the decoders and the emulated devices.
+struct FuzzCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "fuzz",
+        abstract: "Fuzz the project's decoders and the emulated devices; reproduce findings.",
+        discussion: """
+            Targets (gattlab fuzz list): the speaker's status, credentials, URL and control \
+            parsers, the sensor's MORE/END joiner, every ATT PDU, nRF7 and ESP-IDF protobuf \
+            messages, the capture readers and pipeline, the timeline builder, and the emulated \
+            speaker's and sensor's request handling (with --quirk to plant a firmware bug).
+
+            Each run mutates inputs from the corpus (byte-level and by each protocol's \
+            structure), keeps those that show new behaviour in --corpus, and writes a finding \
+            with a minimized reproducer (temporary file, then rename) to --findings. A crash \
+            writes its input before the process ends; a campaign resumes from its corpus. \
+            Exit 1 when something was found.
+
+            Examples:
+              gattlab fuzz status --runs 1000000
+              gattlab fuzz scan --time 10m --corpus Corpus/scan --jobs 2
+              gattlab fuzz device-speaker --quirk ssid-overflow --seed 1 --runs 20000
+              gattlab fuzz reproduce fuzz-findings/device-speaker-firmware-crash-1a2b3c4d5e6f7a8b
+            For coverage-guided runs under libFuzzer and ASan: make fuzz TARGET=status TIME=60
+            """,
+        subcommands: [Run.self, List.self, Reproduce.self],
+        defaultSubcommand: Run.self)
+
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "list", abstract: "List the fuzz targets.")
+        func run() throws {
+            let width = FuzzTargets.names.map(\.count).max() ?? 0
+            for name in FuzzTargets.names {
+                let t = try FuzzTargets.named(name)
+                print(name.padding(toLength: width + 2, withPad: " ", startingAt: 0) + t.summary)
+            }
+        }
+    }
+
+    struct Run: ParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "run", abstract: "Run a campaign against one target.")
+
+        @Argument(help: ArgumentHelp("The target (gattlab fuzz list).", valueName: "target"))
+        var target: String
+
+        @Option(name: .long, help: "Seed of the campaign: the same seed, target and corpus give the same run.")
+        var seed: UInt64 = 1
+
+        @Option(name: .long, help: ArgumentHelp("Stop after this many executions.", valueName: "n"))
+        var runs: Int?
+
+        @Option(name: .long, help: ArgumentHelp("Stop after this long: 90, 90s, 10m, 2h.", valueName: "duration"))
+        var time: String?
+
+        @Option(name: .long, help: ArgumentHelp("Corpus folder (one file per input); read at start, grown as new inputs show new behaviour.", valueName: "dir"))
+        var corpus: String?
+
+        @Option(name: .long, help: ArgumentHelp("Where findings and their notes are written.", valueName: "dir"))
+        var findings: String = "fuzz-findings"
+
+        @Option(name: .long, help: ArgumentHelp("Run this many campaigns in parallel (seeds seed, seed+1, ...), sharing the corpus folder.", valueName: "n"))
+        var jobs: Int = 1
+
+        @Option(name: .long, help: ArgumentHelp("Plant a firmware bug in the emulated device (device-speaker: ssid-overflow, short-status-write, unbounded-prepare-queue; device-sensor: split-line-loss). Repeatable.", valueName: "name"))
+        var quirk: [String] = []
+
+        @Flag(name: .customLong("keep-going"), help: "Go on after a finding (one reproducer per kind).")
+        var keepGoing = false
+
+        @Flag(name: .long, help: "No progress lines.")
+        var quiet = false
+
+        @Option(name: .long, help: "Summary format: text or json.")
+        var format: OutputFormatOption = .text
+
+        func validate() throws {
+            guard FuzzTargets.names.contains(target) else {
+                throw ValidationError("no fuzz target '\(target)'; known: \(FuzzTargets.names.joined(separator: ", "))")
+            }
+            if let time, Self.seconds(time) == nil { throw ValidationError("--time takes a duration like 90, 90s, 10m or 2h") }
+            if let runs, runs < 0 { throw ValidationError("--runs must be 0 or more") }
+            guard (1...64).contains(jobs) else { throw ValidationError("--jobs must be 1 to 64") }
+            if runs == nil && time == nil && ProcessInfo.processInfo.environment["CI"] != nil {
+                throw ValidationError("give --runs or --time in CI (a campaign without them runs until stopped)")
+            }
+        }
+
+        static func seconds(_ text: String) -> Double? {
+            let units: [Character: Double] = ["s": 1, "m": 60, "h": 3600]
+            if let last = text.last, let unit = units[last] { return Double(text.dropLast()).map { $0 * unit }.flatMap { $0 > 0 ? $0 : nil } }
+            return Double(text).flatMap { $0 > 0 ? $0 : nil }
+        }
+
+        func run() throws {
+            if jobs > 1 { return try runJobs() }
+            let fuzzTarget: FuzzTarget
+            do { fuzzTarget = try FuzzTargets.named(target, quirks: quirk) } catch {
+                printError("gattlab: error: \(error.description)")
+                throw ExitStatus.usage.exitCode
+            }
+            var options = CampaignOptions()
+            options.seed = seed
+            options.runs = runs
+            options.seconds = time.flatMap(Self.seconds)
+            options.corpus = corpus
+            options.findings = findings
+            options.keepGoing = keepGoing
+            options.progressEvery = quiet ? 0 : 2
+            let campaign = Campaign(target: fuzzTarget, options: options, quirks: quirk)
+            let summary: CampaignSummary
+            do {
+                summary = try campaign.run { printError($0) }
+            } catch {
+                printError("gattlab: error: \(error.description)")
+                throw ExitStatus.cannotCreate.exitCode
+            }
+            report([summary])
+        }
+
+        /// Several campaigns as processes of their own (a crash ends one job, not the others),
+        /// sharing the corpus folder.
+        func runJobs() throws {
+            let me = URL(fileURLWithPath: CommandLine.arguments[0])
+            var processes: [(Process, Pipe)] = []
+            for i in 0..<jobs {
+                var args = ["fuzz", "run", target, "--seed", String(seed &+ UInt64(i)), "--findings", findings, "--format", "json"]
+                if let runs { args += ["--runs", String(max(1, runs / jobs))] }
+                if let time { args += ["--time", time] }
+                if let corpus { args += ["--corpus", corpus] }
+                for q in quirk { args += ["--quirk", q] }
+                if keepGoing { args.append("--keep-going") }
+                if quiet { args.append("--quiet") }
+                let p = Process()
+                p.executableURL = me
+                p.arguments = args
+                let out = Pipe()
+                p.standardOutput = out
+                try p.run()
+                processes.append((p, out))
+            }
+            var summaries: [CampaignSummary] = []
+            var crashed = 0
+            for (p, out) in processes {
+                let data = out.fileHandleForReading.readDataToEndOfFile()
+                p.waitUntilExit()
+                if let s = try? JSONDecoder().decode(CampaignSummary.self, from: data) { summaries.append(s) } else { crashed += 1 }
+            }
+            report(summaries, crashedJobs: crashed)
+        }
+
+        func report(_ summaries: [CampaignSummary], crashedJobs: Int = 0) {
+            let findings = summaries.flatMap(\.findings)
+            if format == .json, summaries.count == 1, let s = summaries.first {
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+                if let data = try? encoder.encode(s) { print(String(decoding: data, as: UTF8.self)) }
+            } else {
+                let runs = summaries.reduce(0) { $0 + $1.runs }
+                let seconds = summaries.map(\.seconds).max() ?? 0
+                let rate = summaries.reduce(0.0) { $0 + $1.execsPerSecond }
+                let corpus = summaries.map(\.corpusEnd).max() ?? 0
+                print("\(target): \(runs) runs in \(String(format: "%.1f", seconds)) s (\(Int(rate)) exec/s\(summaries.count > 1 ? ", \(summaries.count) jobs" : "")), corpus \(summaries.first?.corpusStart ?? 0) -> \(corpus), \(findings.count) finding\(findings.count == 1 ? "" : "s")")
+                for f in findings {
+                    print("  \(f.kind) after \(f.afterRuns) runs: \(f.detail)")
+                    print("    reproducer (\(f.inputLength) bytes): \(f.file)")
+                    print("    gattlab fuzz reproduce \(f.file)")
+                }
+                if crashedJobs > 0 { print("  \(crashedJobs) job\(crashedJobs == 1 ? "" : "s") crashed; its input is in \(self.findings) (*-crash-*)") }
+            }
+            if !findings.isEmpty || crashedJobs > 0 { Foundation.exit(ExitStatus.finding.rawValue) }
+        }
+    }
+
+    struct Reproduce: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "reproduce",
+            abstract: "Run one input (a finding, a corpus file) against its target once.",
+            discussion: "The target and quirks come from the note beside a finding (FILE.txt), else from --target. Exit 1 when the input still gives a finding, 0 when it no longer does.")
+
+        @Argument(help: ArgumentHelp("The input file.", valueName: "file"))
+        var file: String
+
+        @Option(name: .long, help: ArgumentHelp("The target, when FILE has no note.", valueName: "target"))
+        var target: String?
+
+        @Option(name: .long, help: ArgumentHelp("Quirks, when FILE has no note.", valueName: "name"))
+        var quirk: [String] = []
+
+        func run() throws {
+            guard let data = FileManager.default.contents(atPath: file) else {
+                printError("gattlab: error: \(file): cannot open")
+                throw ExitStatus.noInput.exitCode
+            }
+            let note = FindingNote(path: file + ".txt")
+            guard let name = target ?? note?.target else {
+                printError("gattlab: error: \(file) has no note (\(file).txt) naming its target; give --target")
+                throw ExitStatus.usage.exitCode
+            }
+            let quirks = quirk.isEmpty ? (note?.quirks ?? []) : quirk
+            let fuzzTarget: FuzzTarget
+            do { fuzzTarget = try FuzzTargets.named(name, quirks: quirks) } catch {
+                printError("gattlab: error: \(error.description)")
+                throw ExitStatus.usage.exitCode
+            }
+            let outcome = fuzzTarget.run(Array(data))
+            switch outcome {
+            case .ok:
+                print("\(file): \(name)\(quirks.isEmpty ? "" : " (quirks: \(quirks.joined(separator: ", ")))"): no finding; the bug no longer reproduces")
+            case .finding(let kind, let detail):
+                print("\(file): \(name)\(quirks.isEmpty ? "" : " (quirks: \(quirks.joined(separator: ", ")))"): \(kind): \(detail)")
+                throw ExitStatus.finding.exitCode
+            }
+        }
+    }
+}
+
+/// The note written beside a finding: `key: value` lines.
+struct FindingNote {
+    var target: String?
+    var quirks: [String] = []
+
+    init?(path: String) {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
+        for line in text.split(separator: "\n") {
+            let parts = line.split(separator: ":", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            guard parts.count == 2 else { continue }
+            if parts[0] == "target" { target = parts[1] }
+            if parts[0] == "quirks" { quirks = parts[1].split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty } }
+        }
+    }
+}
