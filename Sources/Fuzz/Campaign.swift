@@ -132,6 +132,11 @@ public final class Campaign {
                     foundKinds.insert(kind)
                     let minimal = minimize(input, kind: kind)
                     let file = try Storage.writeFinding(minimal, kind: kind, detail: detail, target: target.name, quirks: quirks, to: options.findings)
+                    if let save = target.artifact {
+                        // The minimized input once more, so the artifact shows it.
+                        _ = target.execute(minimal, Features())
+                        save(file)
+                    }
                     findings.append(FindingRecord(kind: kind, detail: detail, file: file, inputLength: minimal.count, afterRuns: runs))
                     progress("finding \(kind) after \(runs) runs: \(detail)\n  reproducer: \(file)  (gattlab fuzz reproduce \(file))")
                 }
@@ -165,10 +170,10 @@ public final class Campaign {
         var best = input
         var tries = 0
         var chunk = max(1, best.count / 2)
-        while chunk >= 1, tries < 4000 {
+        while chunk >= 1, tries < target.minimizeTries {
             var i = 0
             var shrunk = false
-            while i < best.count, tries < 4000 {
+            while i < best.count, tries < target.minimizeTries {
                 var candidate = best
                 candidate.removeSubrange(i..<min(best.count, i + chunk))
                 tries += 1

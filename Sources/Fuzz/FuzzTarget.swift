@@ -15,7 +15,7 @@ public enum FuzzOutcome: Sendable, Equatable {
 /// length classes): the feedback that keeps an input in the corpus when it shows something new.
 /// Without compiler coverage (that is the libFuzzer builds' job) this is what guides the
 /// in-process engine. One bitmap for the campaign; `add` counts features never seen before.
-public final class Features {
+public final class Features: @unchecked Sendable {  // used by one execution at a time
     private var bits = [UInt64](repeating: 0, count: 1 << 12)  // 2^18 features
     /// Features the current input showed for the first time.
     public private(set) var novel = 0
@@ -70,16 +70,24 @@ public struct FuzzTarget: Sendable {
     public let execute: @Sendable ([UInt8], Features) -> FuzzOutcome
     /// The largest input the target is given (a libFuzzer -max_len too).
     public let maxLength: Int
+    /// How many executions minimizing a finding may take (a black-box execution is a connection).
+    public let minimizeTries: Int
+    /// Saves what shows the last execution beside a finding (a black-box exchange as btsnoop),
+    /// given the finding's path.
+    public let artifact: (@Sendable (String) -> Void)?
 
     public init(name: String, summary: String, maxLength: Int = 4096, seeds: @escaping @Sendable () -> [[UInt8]],
-                mutator: (@Sendable (inout [UInt8], inout FuzzRandom) -> Void)? = nil,
-                execute: @escaping @Sendable ([UInt8], Features) -> FuzzOutcome) {
+                mutator: (@Sendable (inout [UInt8], inout FuzzRandom) -> Void)? = nil, minimizeTries: Int = 4000,
+                execute: @escaping @Sendable ([UInt8], Features) -> FuzzOutcome,
+                artifact: (@Sendable (String) -> Void)? = nil) {
         self.name = name
         self.summary = summary
         self.maxLength = maxLength
         self.seeds = seeds
         self.mutator = mutator
+        self.minimizeTries = minimizeTries
         self.execute = execute
+        self.artifact = artifact
     }
 
     /// Runs one input outside a campaign (a reproducer, a libFuzzer harness).

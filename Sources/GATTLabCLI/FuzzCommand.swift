@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Emulator
 import Fuzz
 
 /// `gattlab fuzz`: structure-aware fuzzing of the decoders and the emulated devices.
@@ -67,6 +68,15 @@ struct FuzzCommand: ParsableCommand {
         @Option(name: .long, help: ArgumentHelp("Plant a firmware bug in the emulated device (device-speaker: ssid-overflow, short-status-write, unbounded-prepare-queue; device-sensor: split-line-loss). Repeatable.", valueName: "name"))
         var quirk: [String] = []
 
+        @Option(name: .customLong("target"), help: ArgumentHelp("Black-box: send device-speaker or device-sensor inputs to a device in another process (unix:PATH, see gattlab emulate --listen) or a real one (bluez:hciN/ADDR[/public|random]), one connection per input.", valueName: "target"))
+        var remote: String?
+
+        @Option(name: .long, help: ArgumentHelp("unix: the emulator's --speed, so answer timeouts are in the device's time.", valueName: "factor"))
+        var speed: Double = 1
+
+        @Option(name: .customLong("answer-timeout"), help: ArgumentHelp("Black-box: milliseconds of device time to wait for each answer.", valueName: "ms"))
+        var answerTimeout: Double = 5000
+
         @Flag(name: .customLong("keep-going"), help: "Go on after a finding (one reproducer per kind).")
         var keepGoing = false
 
@@ -83,6 +93,15 @@ struct FuzzCommand: ParsableCommand {
             if let time, Self.seconds(time) == nil { throw ValidationError("--time takes a duration like 90, 90s, 10m or 2h") }
             if let runs, runs < 0 { throw ValidationError("--runs must be 0 or more") }
             guard (1...64).contains(jobs) else { throw ValidationError("--jobs must be 1 to 64") }
+            if let remote {
+                guard ["device-speaker", "device-sensor"].contains(target) else {
+                    throw ValidationError("--target takes device-speaker or device-sensor inputs to a device; \(target) runs in-process")
+                }
+                guard quirk.isEmpty else { throw ValidationError("quirks are the device's: give them to gattlab emulate --quirk, not here") }
+                let parsed = try ReplayTarget.parse(remote)
+                if case .emulated = parsed { throw ValidationError("--target is unix:PATH or bluez:...; emu: devices are the in-process targets") }
+            }
+            guard speed > 0, answerTimeout > 0 else { throw ValidationError("--speed and --answer-timeout must be positive") }
             if runs == nil && time == nil && ProcessInfo.processInfo.environment["CI"] != nil {
                 throw ValidationError("give --runs or --time in CI (a campaign without them runs until stopped)")
             }
@@ -97,7 +116,22 @@ struct FuzzCommand: ParsableCommand {
         func run() throws {
             if jobs > 1 { return try runJobs() }
             let fuzzTarget: FuzzTarget
-            do { fuzzTarget = try FuzzTargets.named(target, quirks: quirk) } catch {
+            do {
+                if let remote {
+                    let parsed = try ReplayTarget.parse(remote)
+                    let (speed, label) = (speed, remote)
+                    _ = try parsed.link(security: "low", speed: speed)  // fails now, not per input, on a bad target
+                    // An answer needs no device timer: a process that is merely busy gets a
+                    // second of wall time whatever the speed.
+                    let timeout = Int64(max(answerTimeout * 1000, speed * 1_000_000))
+                    fuzzTarget = try BlackBox.target(target, label: label, timeout: timeout) {
+                        // The parse succeeded above; a link is made per input (one connection each).
+                        ((try? parsed.link(security: "low", speed: speed).link) ?? UnixSocketLink(path: "/nonexistent"))
+                    }
+                } else {
+                    fuzzTarget = try FuzzTargets.named(target, quirks: quirk)
+                }
+            } catch let error as FuzzError {
                 printError("gattlab: error: \(error.description)")
                 throw ExitStatus.usage.exitCode
             }
@@ -129,6 +163,7 @@ struct FuzzCommand: ParsableCommand {
                 var args = ["fuzz", "run", target, "--seed", String(seed &+ UInt64(i)), "--findings", findings, "--format", "json"]
                 if let runs { args += ["--runs", String(max(1, runs / jobs))] }
                 if let time { args += ["--time", time] }
+                if let remote { args += ["--target", remote, "--speed", String(speed), "--answer-timeout", String(answerTimeout)] }
                 if let corpus { args += ["--corpus", corpus] }
                 for q in quirk { args += ["--quirk", q] }
                 if keepGoing { args.append("--keep-going") }
