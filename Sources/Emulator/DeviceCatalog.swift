@@ -10,7 +10,11 @@ public struct EmulatedDeviceSpec: Sendable {
     public var summary: String
     /// The largest MTU the device's stack accepts.
     public var serverMTU: UInt16
-    let make: @Sendable (UInt16) -> DeviceFactory
+    var make: @Sendable (UInt16) -> DeviceFactory
+    /// The configuration behind `make`, for the devices quirks can be planted in.
+    var quirkable: QuirkableConfiguration? = nil
+    /// The quirks planted in this device (`named(_:quirks:)`), by name, in the order given.
+    public private(set) var quirks: [String] = []
 
     /// The device model, built on a scheduler with a seed (the seed of the recording to replay:
     /// scan results, RSSI and ESP session keys follow it).
@@ -18,33 +22,81 @@ public struct EmulatedDeviceSpec: Sendable {
 
     public static let devices: [EmulatedDeviceSpec] = [
         EmulatedDeviceSpec(name: "speaker", kind: "speaker", summary: "the ChaoticVolt speaker's OTA service, no faults",
-                           serverMTU: 247, make: { SpeakerDevice.factory(SpeakerConfiguration(), serverMTU: $0) }),
+                           serverMTU: 247, make: { SpeakerDevice.factory(SpeakerConfiguration(), serverMTU: $0) },
+                           quirkable: .speaker(SpeakerConfiguration())),
         EmulatedDeviceSpec(name: "speaker-hangs-downloading", kind: "speaker",
                            summary: "a speaker whose firmware hangs as the download starts: the link stays up, nothing answers",
                            serverMTU: 247, make: { mtu in
-                               var c = SpeakerConfiguration()
-                               c.hangAt = .downloading
-                               return SpeakerDevice.factory(c, serverMTU: mtu)
-                           }),
+                               SpeakerDevice.factory(hangsDownloading, serverMTU: mtu)
+                           }, quirkable: .speaker(hangsDownloading)),
         EmulatedDeviceSpec(name: "sensor", kind: "sensor", summary: "the sensor's Wi-Fi scan service, no faults",
-                           serverMTU: 247, make: { SensorDevice.factory(SensorConfiguration(), serverMTU: $0) }),
+                           serverMTU: 247, make: { SensorDevice.factory(SensorConfiguration(), serverMTU: $0) },
+                           quirkable: .sensor(SensorConfiguration())),
         EmulatedDeviceSpec(name: "nrf7", kind: "nrf7", summary: "an nRF7002 with Nordic's Wi-Fi provisioning service (Zephyr)",
                            serverMTU: 247, make: { NRF7Device.factory(NRF7Configuration(), serverMTU: $0) }),
         EmulatedDeviceSpec(name: "esp", kind: "esp", summary: "an ESP32 with ESP-IDF provisioning, security 1, PoP abcd1234",
                            serverMTU: 247, make: { ESPDevice.factory(ESPConfiguration(), serverMTU: $0) }),
     ]
 
+    private static var hangsDownloading: SpeakerConfiguration {
+        var c = SpeakerConfiguration()
+        c.hangAt = .downloading
+        return c
+    }
+
     /// The four devices, then the device of each scenario.
     public static var all: [EmulatedDeviceSpec] {
-        devices + Scenario.all.map { s in
-            EmulatedDeviceSpec(name: s.name, kind: s.deviceKind, summary: s.summary, serverMTU: s.serverMTU, make: s.device)
-        }
+        devices + Scenario.all.map(EmulatedDeviceSpec.init)
     }
 
     public static func named(_ name: String) -> EmulatedDeviceSpec? {
-        devices.first { $0.name == name } ?? Scenario.named(name).map {
-            EmulatedDeviceSpec(name: $0.name, kind: $0.deviceKind, summary: $0.summary, serverMTU: $0.serverMTU, make: $0.device)
+        devices.first { $0.name == name } ?? Scenario.named(name).map(EmulatedDeviceSpec.init)
+    }
+
+    /// The quirks (planted bugs) a kind of device knows, by name: `SpeakerQuirk` for speakers,
+    /// `SensorQuirk` for sensors, none for the others.
+    public static func knownQuirks(ofKind kind: String) -> [(name: String, summary: String)] {
+        switch kind {
+        case "speaker": SpeakerQuirk.allCases.map { ($0.rawValue, $0.summary) }
+        case "sensor": SensorQuirk.allCases.map { ($0.rawValue, $0.summary) }
+        default: []
         }
+    }
+
+    /// The device `name` with `quirks` planted (names of `SpeakerQuirk` or `SensorQuirk` cases,
+    /// for speaker and sensor devices, scenario devices of those kinds included). No quirks gives
+    /// exactly `named(name)`. Throws, in one line, for an unknown device, a device kind without
+    /// quirks, or a quirk the kind does not know (naming the ones it does).
+    public static func named(_ name: String, quirks: [String]) throws(EmulatedDeviceError) -> EmulatedDeviceSpec {
+        guard var spec = named(name) else {
+            throw EmulatedDeviceError("no device '\(name)'; known: \(all.map(\.name).joined(separator: ", "))")
+        }
+        guard !quirks.isEmpty else { return spec }
+        let known = knownQuirks(ofKind: spec.kind).map(\.name)
+        guard let base = spec.quirkable, !known.isEmpty else {
+            throw EmulatedDeviceError("the \(spec.kind) device '\(name)' has no quirks; quirks are planted in speaker and sensor devices")
+        }
+        for q in quirks where !known.contains(q) {
+            throw EmulatedDeviceError("no quirk '\(q)' for the \(spec.kind); known: \(known.joined(separator: ", "))")
+        }
+        let configuration: QuirkableConfiguration
+        switch base {
+        case .speaker(var c):
+            c.quirks.formUnion(quirks.compactMap(SpeakerQuirk.init(rawValue:)))
+            let planted = c
+            configuration = .speaker(planted)
+            spec.make = { SpeakerDevice.factory(planted, serverMTU: $0) }
+        case .sensor(var c):
+            c.quirks.formUnion(quirks.compactMap(SensorQuirk.init(rawValue:)))
+            let planted = c
+            configuration = .sensor(planted)
+            spec.make = { SensorDevice.factory(planted, serverMTU: $0) }
+        }
+        spec.quirkable = configuration
+        var seen = Set<String>()
+        spec.quirks = quirks.filter { seen.insert($0).inserted }
+        spec.summary += " (quirks: \(spec.quirks.joined(separator: ", ")))"
+        return spec
     }
 
     /// The device a scenario's recording was made against, from a capture's file name
@@ -58,6 +110,26 @@ public struct EmulatedDeviceSpec: Sendable {
         }
         return named(String(base))
     }
+}
+
+extension EmulatedDeviceSpec {
+    /// The device of a scenario (an initializer here keeps the memberwise one).
+    init(_ s: Scenario) {
+        self.init(name: s.name, kind: s.deviceKind, summary: s.summary, serverMTU: s.serverMTU, make: s.device,
+                  quirkable: s.quirkable)
+    }
+}
+
+/// Why `EmulatedDeviceSpec.named(_:quirks:)` refused, in one line.
+public struct EmulatedDeviceError: Error, Sendable, Hashable, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// The configuration of a device model quirks can be planted in.
+enum QuirkableConfiguration: Sendable {
+    case speaker(SpeakerConfiguration)
+    case sensor(SensorConfiguration)
 }
 
 extension Scenario {

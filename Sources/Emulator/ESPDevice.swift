@@ -36,6 +36,7 @@ public struct ESPConfiguration: Sendable, Hashable {
 public final class ESPDevice: DeviceModel {
     public let server: GATTServer
     public var requestedDisconnect: UInt8?
+    public var crash: String?
     public let configuration: ESPConfiguration
     public let environment: WiFiEnvironment
     private let scheduler: VirtualScheduler

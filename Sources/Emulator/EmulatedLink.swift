@@ -46,6 +46,8 @@ public actor EmulatedLink: TimedATTBearer, LinkControl {
     /// Records ATT PDUs each way, for tests.
     public private(set) var sentPDUs: [[UInt8]] = []
     public private(set) var receivedPDUs: [[UInt8]] = []
+    /// Why the device's firmware crashed, each time it did (see `DeviceModel.crash`), in order.
+    public private(set) var crashes: [String] = []
 
     /// The start of every recording: 2025-06-01 10:00:00 UTC.
     public static let epoch: Int64 = 1_748_772_000_000_000
@@ -246,6 +248,10 @@ public actor EmulatedLink: TimedATTBearer, LinkControl {
     }
 
     private func handleDeviceDisconnect() {
+        if let why = device.crash {
+            device.crash = nil
+            crashes.append(why)
+        }
         guard let reason = device.requestedDisconnect else { return }
         device.requestedDisconnect = nil
         guard connected else { return }

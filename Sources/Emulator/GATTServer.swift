@@ -61,8 +61,11 @@ public final class GATTServer {
     public var encrypted = false
     /// The firmware hung: requests are taken and never answered, nothing is notified.
     public var hung = false
-    /// Prepare Write queue bound (entries): beyond it, Prepare Queue Full.
+    /// Prepare Write queue bound (entries): beyond it, Prepare Queue Full. `Int.max` plants the
+    /// speaker's unbounded-prepare-queue quirk: the queue grows with every request.
     public var maxPreparedWrites = 32
+    /// Value bytes waiting in the Prepare Write queue (what an unbounded queue costs in memory).
+    public private(set) var preparedBytes = 0
     /// What the stack does with a notification or indication longer than MTU-3: ESP32's Bluedroid
     /// cuts it (the default); Zephyr (nRF) refuses to send it at all ("ATT MTU exceeded").
     public var dropsOversizedValues = false
@@ -85,6 +88,8 @@ public final class GATTServer {
     private var handlerSetValue = false
     private var mtuExchanged = false
     private var prepared: [(handle: UInt16, offset: UInt16, value: [UInt8])] = []
+    /// Set by a write handler whose firmware crashed: the request gets no answer.
+    private var responseDropped = false
     private var outgoing: [[UInt8]] = []
     private var pendingIndications: [[UInt8]] = []
     /// An indication was sent and its confirmation has not come.
@@ -180,6 +185,7 @@ public final class GATTServer {
         mtu = Self.defaultMTU
         mtuExchanged = false
         prepared = []
+        preparedBytes = 0
         outgoing = []
         pendingIndications = []
         awaitingConfirmation = false
@@ -250,9 +256,24 @@ public final class GATTServer {
         // A hung firmware: the link stays up, nothing is answered (the client's ATT timeout ends it).
         if hung { return [] }
         var out: [[UInt8]] = []
+        responseDropped = false
         if let response = respond(to: request) { out.append(response.encode()) }
         out += takeOutgoing()
+        if responseDropped {
+            // The firmware crashed handling it: no response, and what it queued is lost.
+            responseDropped = false
+            return []
+        }
         return out
+    }
+
+    /// Called by a write handler whose firmware just crashed: the request being handled gets no
+    /// response and nothing queued so far is sent (the device resets; the phone sees the link drop).
+    public func dropResponse() {
+        responseDropped = true
+        outgoing.removeAll()
+        pendingIndications.removeAll()
+        awaitingConfirmation = false
     }
 
     private func error(_ opcode: UInt8, _ handle: UInt16, _ code: ATTErrorCode) -> ATTPDU {
@@ -348,11 +369,13 @@ public final class GATTServer {
             if let code = writeSecurity(attributes[i]) { return error(opcodeByte, handle, code) }
             guard prepared.count < maxPreparedWrites else { return error(opcodeByte, handle, .prepareQueueFull) }
             prepared.append((handle, offset, value))
+            preparedBytes += value.count
             return .prepareWriteResponse(handle: handle, offset: offset, value: value)
         case .executeWriteRequest(let flags):
             switch flags {
             case 0x00:
                 prepared = []
+                preparedBytes = 0
                 return .executeWriteResponse
             case 0x01:
                 return executeWrites(opcodeByte)
@@ -506,6 +529,7 @@ public final class GATTServer {
     private func executeWrites(_ op: UInt8) -> ATTPDU {
         let queue = prepared
         prepared = []
+        preparedBytes = 0
         var order: [UInt16] = []
         var joined: [UInt16: [UInt8]] = [:]
         for item in queue {

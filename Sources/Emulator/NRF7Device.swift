@@ -30,6 +30,7 @@ public struct NRF7Configuration: Sendable, Hashable {
 public final class NRF7Device: DeviceModel {
     public let server: GATTServer
     public var requestedDisconnect: UInt8?
+    public var crash: String?
     public let configuration: NRF7Configuration
     public let environment: WiFiEnvironment
     private let scheduler: VirtualScheduler

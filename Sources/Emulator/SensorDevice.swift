@@ -2,6 +2,20 @@ import ATT
 import GATT
 import Profiles
 
+/// Bugs of classes real firmware has had, planted on purpose so a fuzzer can prove it finds
+/// them (`gattlab emulate sensor --quirk NAME`). Off by default.
+public enum SensorQuirk: String, CaseIterable, Sendable, Hashable {
+    /// The response chunker fills each notification with bytes, and a line that would be split
+    /// across a chunk boundary is lost from both chunks: which networks arrive depends on the MTU.
+    case splitLineLoss = "split-line-loss"
+
+    public var summary: String {
+        switch self {
+        case .splitLineLoss: "a scan line split across a notification boundary is lost (results depend on the MTU)"
+        }
+    }
+}
+
 /// How an emulated sensor answers SCAN in one run.
 public struct SensorConfiguration: Sendable, Hashable {
     /// The networks it "sees"; nil takes a list made from the seed.
@@ -18,6 +32,8 @@ public struct SensorConfiguration: Sendable, Hashable {
     public var droppedNotifications: Set<Int> = []
     /// Extra delay (µs) before particular notifications (0-based index).
     public var delayedNotifications: [Int: Int64] = [:]
+    /// Planted bugs (see `SensorQuirk`); none by default.
+    public var quirks: Set<SensorQuirk> = []
     public init() {}
 
     /// A plausible neighbourhood, the same for the same seed.
@@ -33,6 +49,7 @@ public struct SensorConfiguration: Sendable, Hashable {
 public final class SensorDevice: DeviceModel {
     public let server: GATTServer
     public var requestedDisconnect: UInt8?
+    public var crash: String?
     public let configuration: SensorConfiguration
     public let networks: [SensorScan.Network]
     private let scheduler: VirtualScheduler
@@ -76,7 +93,10 @@ public final class SensorDevice: DeviceModel {
     }
 
     private func answer() {
-        var chunks = SensorScan.encode(networks, chunkSize: Int(server.mtu) - 3, separateMarkers: configuration.separateMarkers)
+        let chunkSize = Int(server.mtu) - 3
+        var chunks = configuration.quirks.contains(.splitLineLoss)
+            ? Self.lossyChunks(networks, chunkSize: chunkSize, separateMarkers: configuration.separateMarkers)
+            : SensorScan.encode(networks, chunkSize: chunkSize, separateMarkers: configuration.separateMarkers)
         if configuration.missingEnd, var last = chunks.popLast() {
             let end = Array("END\n".utf8)
             if last.count >= end.count, Array(last.suffix(end.count)) == end { last.removeLast(end.count) }
@@ -93,5 +113,33 @@ public final class SensorDevice: DeviceModel {
                 self.server.notify(self.scanHandle, chunk, setValue: false)
             }
         }
+    }
+
+    /// The split-line-loss chunker: the text is cut into chunks of `chunkSize` bytes (less room for
+    /// the MORE/END line when markers travel inside chunks), but a line that would straddle a cut
+    /// is dropped from both chunks while still using up its place, so each chunk keeps only the
+    /// whole lines that fell inside it.
+    static func lossyChunks(_ networks: [SensorScan.Network], chunkSize: Int, separateMarkers: Bool) -> [[UInt8]] {
+        let more = Array("MORE\n".utf8), end = Array("END\n".utf8)
+        let room = max(1, separateMarkers ? chunkSize : chunkSize - more.count)
+        var data: [[UInt8]] = []
+        var position = 0
+        for n in networks {
+            let line = n.ssid + Array(",\(n.rssi)\n".utf8)
+            let first = position / room, last = (position + line.count - 1) / room
+            while data.count <= last { data.append([]) }
+            if first == last { data[first] += line }
+            position += line.count
+        }
+        if data.isEmpty { data = [[]] }
+        if separateMarkers {
+            var out: [[UInt8]] = []
+            for (i, c) in data.enumerated() {
+                if !c.isEmpty { out.append(c) }
+                out.append(i < data.count - 1 ? more : end)
+            }
+            return out
+        }
+        return data.enumerated().map { i, c in c + (i < data.count - 1 ? more : end) }
     }
 }

@@ -77,6 +77,8 @@ public struct SocketEmulatorCounters: Sendable, Hashable {
     public var deviceDisconnects = 0
     /// Connections the client ended, or lost by a failed send.
     public var clientHangups = 0
+    /// Times the device's firmware crashed (a planted quirk met its input; see `DeviceModel.crash`).
+    public var crashes = 0
     public init() {}
 }
 
@@ -103,8 +105,14 @@ public actor SocketEmulator {
     /// Each client gets a device just started (a soak test of one session), instead of the one
     /// device whose state carries over from client to client.
     public let freshDevicePerClient: Bool
+    /// A firmware crash ends the serving (after the connection it ended), as a fuzzer's target
+    /// process dies; otherwise the device resets and serving goes on.
+    public let exitOnCrash: Bool
     private var serving = false
+    private var log: (@Sendable (String) -> Void)?
     public private(set) var counters = SocketEmulatorCounters()
+    /// Why the firmware crashed, each time it did, in order.
+    public private(set) var crashes: [String] = []
 
     /// The longest the host waits without looking at the stop signal.
     static let maxWait: Int64 = 50_000
@@ -114,8 +122,9 @@ public actor SocketEmulator {
 
     /// Serves `spec` built with `seed` on `listener`.
     public init(device spec: EmulatedDeviceSpec, seed: UInt64 = 1, listener: UnixSocketListener, speed: Double = 1,
-                clientSendTimeout: Int64 = 10_000_000, freshDevicePerClient: Bool = false) {
+                clientSendTimeout: Int64 = 10_000_000, freshDevicePerClient: Bool = false, exitOnCrash: Bool = false) {
         self.freshDevicePerClient = freshDevicePerClient
+        self.exitOnCrash = exitOnCrash
         factory = spec.factory
         name = spec.name
         self.clientSendTimeout = clientSendTimeout
@@ -130,9 +139,9 @@ public actor SocketEmulator {
 
     /// Listens on `path` (see `UnixSocketListener.init(path:)` for what it refuses) and serves `spec`.
     public init(device spec: EmulatedDeviceSpec, seed: UInt64 = 1, path: String, speed: Double = 1,
-                clientSendTimeout: Int64 = 10_000_000, freshDevicePerClient: Bool = false) throws(BearerError) {
+                clientSendTimeout: Int64 = 10_000_000, freshDevicePerClient: Bool = false, exitOnCrash: Bool = false) throws(BearerError) {
         self.init(device: spec, seed: seed, listener: try UnixSocketListener(path: path), speed: speed,
-                  clientSendTimeout: clientSendTimeout, freshDevicePerClient: freshDevicePerClient)
+                  clientSendTimeout: clientSendTimeout, freshDevicePerClient: freshDevicePerClient, exitOnCrash: exitOnCrash)
     }
 
     /// Runs a closure on the device model (tests inspect its state this way).
@@ -154,12 +163,14 @@ public actor SocketEmulator {
     /// Serves clients one after another until `connections` have been served (nil: forever) or
     /// `stop` is set, then stops listening and removes the socket file; serving does not start
     /// again. `log` gets one line per connection: its number, PDUs in and out, and how it ended.
-    /// Nothing a client sends ends the serving. Returns the counters.
+    /// Nothing a client sends ends the serving, unless `exitOnCrash` and it crashes the firmware
+    /// (`log` gets "firmware crash: WHY" for each crash). Returns the counters.
     @discardableResult
     public func serve(connections: Int? = nil, stop: StopSignal? = nil,
                       log: (@Sendable (String) -> Void)? = nil) async -> SocketEmulatorCounters {
         guard !serving else { return counters }
         serving = true
+        self.log = log
         defer { listener.close() }
         var served = 0
         while connections.map({ served < $0 }) ?? true {
@@ -170,6 +181,7 @@ public actor SocketEmulator {
             var encrypted = false
             let ending = await serve(client, stop: stop, encrypted: &encrypted)
             await client.close()
+            noteCrash()
             device.requestedDisconnect = nil
             device.disconnected()
             device.server.resetConnection()
@@ -181,14 +193,16 @@ public actor SocketEmulator {
             log?("client \(served): \(counters.pdusIn - before.pdusIn) PDUs in, \(counters.pdusOut - before.pdusOut) out"
                  + "\(encrypted ? ", encrypted" : ""); \(ending)")
             if case .stopped = ending { break }
+            if stopsForCrash { break }
         }
         return counters
     }
 
     /// Waits for a client, running device timers meanwhile (what they send is dropped). Nil when stopped.
     private func nextClient(stop: StopSignal?) async -> UnixSocketBearer? {
-        while stop?.isStopped != true {
+        while stop?.isStopped != true, !stopsForCrash {
             _ = await runDueTimers(client: nil)
+            if stopsForCrash { return nil }
             if let client = await listener.accept(within: waitTime()) {
                 client.setSendTimeout(clientSendTimeout)
                 return client
@@ -272,7 +286,20 @@ public actor SocketEmulator {
         return nil
     }
 
+    /// The target "process died": serving ends.
+    private var stopsForCrash: Bool { exitOnCrash && !crashes.isEmpty }
+
+    /// Takes the device's crash report, if it has one: counted, kept and logged.
+    private func noteCrash() {
+        guard let why = device.crash else { return }
+        device.crash = nil
+        crashes.append(why)
+        counters.crashes += 1
+        log?("firmware crash: \(why)")
+    }
+
     private func takeDisconnectRequest() -> UInt8? {
+        noteCrash()
         defer { device.requestedDisconnect = nil }
         return device.requestedDisconnect
     }

@@ -18,6 +18,28 @@ public enum SpeakerFault: Sendable, Hashable {
     case verifyFailure
 }
 
+/// Bugs of classes real firmware has had, planted on purpose so a fuzzer can prove it finds
+/// them (`gattlab emulate speaker --quirk NAME`). Off by default; a planted crash is the model's
+/// `crash` event (the device resets and the link drops), never a trap of the emulator.
+public enum SpeakerQuirk: String, CaseIterable, Sendable, Hashable {
+    /// The credentials handler copies the SSID into a 32-byte buffer up to the NUL, with no length
+    /// check: a value whose first 32 bytes hold no NUL overflows the stack and crashes.
+    case ssidOverflow = "ssid-overflow"
+    /// OTA_STATUS is writable (an "ack/reset status" feature) and the handler reads 8 bytes
+    /// without checking the length: a shorter write crashes.
+    case shortStatusWrite = "short-status-write"
+    /// The prepare-write queue has no bound: every Prepare Write Request takes more memory.
+    case unboundedPrepareQueue = "unbounded-prepare-queue"
+
+    public var summary: String {
+        switch self {
+        case .ssidOverflow: "a credentials write whose first 32 bytes hold no NUL overflows the SSID buffer (crash)"
+        case .shortStatusWrite: "OTA_STATUS is writable; a write shorter than 8 bytes is read past its end (crash)"
+        case .unboundedPrepareQueue: "Prepare Write requests are queued without limit (memory grows, never Prepare Queue Full)"
+        }
+    }
+}
+
 /// How an emulated speaker behaves in one run.
 public struct SpeakerConfiguration: Sendable, Hashable {
     public var firmwareKB: UInt16 = 1480
@@ -38,6 +60,8 @@ public struct SpeakerConfiguration: Sendable, Hashable {
     public var credentialsReadable = false
     /// Without VALIDATE this long after the reboot, the device rolls back by itself.
     public var validateTimeout: Int64 = 120_000_000
+    /// Planted bugs (see `SpeakerQuirk`); none by default.
+    public var quirks: Set<SpeakerQuirk> = []
     public init() {}
 
     func has(_ f: SpeakerFault) -> Bool { faults.contains(f) }
@@ -52,6 +76,7 @@ public struct SpeakerConfiguration: Sendable, Hashable {
 public final class SpeakerDevice: DeviceModel {
     public let server: GATTServer
     public var requestedDisconnect: UInt8?
+    public var crash: String?
     public let configuration: SpeakerConfiguration
     private let scheduler: VirtualScheduler
     private var random: SeededRandom
@@ -82,6 +107,11 @@ public final class SpeakerDevice: DeviceModel {
            let c = table.characteristics.values.first(where: { $0.uuid == SpeakerOTA.credentials }) {
             table.addCharacteristic(declaration: c.declarationHandle, properties: c.properties | 0x02, valueHandle: c.valueHandle, uuid: c.uuid)
         }
+        if configuration.quirks.contains(.shortStatusWrite),
+           let c = table.characteristics.values.first(where: { $0.uuid == SpeakerOTA.status }) {
+            // The ack/reset feature: the status declaration says Write too.
+            table.addCharacteristic(declaration: c.declarationHandle, properties: c.properties | 0x08, valueHandle: c.valueHandle, uuid: c.uuid)
+        }
         server = GATTServer(table: table, serverMTU: serverMTU, values: [
             3: Array("CV-Speaker".utf8), 5: [0x41, 0x08],
             12: [0x00, 0x32, 0x00, 0x00],  // DSP settings
@@ -91,6 +121,7 @@ public final class SpeakerDevice: DeviceModel {
         urlHandle = server.valueHandle(of: SpeakerOTA.url) ?? 16
         controlHandle = server.valueHandle(of: SpeakerOTA.control) ?? 18
         server.setValue(status.encode(), for: statusHandle)
+        if configuration.quirks.contains(.unboundedPrepareQueue) { server.maxPreparedWrites = .max }
         if configuration.credentialsNeedEncryption {
             var p: AttributePermissions = [.write, .writeEncrypted]
             if configuration.credentialsReadable { p.formUnion([.read, .readEncrypted]) }
@@ -107,6 +138,12 @@ public final class SpeakerDevice: DeviceModel {
         server.onWrite(controlHandle) { [weak self] _, w in
             guard let self else { return .unlikelyError }  // the server outlived its model
             return self.controlWritten(w.value)
+        }
+        if configuration.quirks.contains(.shortStatusWrite) {
+            server.onWrite(statusHandle) { [weak self] _, w in
+                guard let self else { return .unlikelyError }  // the server outlived its model
+                return self.statusWritten(w.value)
+            }
         }
     }
 
@@ -156,6 +193,10 @@ public final class SpeakerDevice: DeviceModel {
     // MARK: Writes
 
     private func credentialsWritten(_ value: [UInt8]) -> ATTErrorCode? {
+        // The quirk's strcpy runs as the value arrives, before any state check.
+        if configuration.quirks.contains(.ssidOverflow), !value.prefix(32).contains(0) {
+            return crashed("stack buffer overflow copying the SSID (\(value.count)-byte credentials, no NUL in the first 32 bytes)")
+        }
         if busy { return .procedureAlreadyInProgress }
         let (c, _) = SpeakerOTA.Credentials.decode(value)
         guard let c, value.count <= SpeakerOTA.maxCredentialsLength else { return .valueNotAllowed }
@@ -173,6 +214,18 @@ public final class SpeakerDevice: DeviceModel {
         } else {
             set(.urlReceived)
         }
+        return nil
+    }
+
+    /// OTA_STATUS written (short-status-write quirk only): the handler reads 8 bytes unchecked.
+    private func statusWritten(_ value: [UInt8]) -> ATTErrorCode? {
+        guard value.count >= 8 else {
+            return crashed("out-of-bounds read of a \(value.count)-byte OTA_STATUS write (8 expected)")
+        }
+        if busy { return .procedureAlreadyInProgress }
+        // The ack: the status goes back to IDLE.
+        generation += 1
+        set(.idle, progress: 0, downloadedKB: 0)
         return nil
     }
 
@@ -272,6 +325,24 @@ public final class SpeakerDevice: DeviceModel {
                 self.set(.success, progress: 100)
             }
         }
+    }
+
+    /// The firmware crashed in a handler: the request is not answered, the watchdog resets the
+    /// device to its power-on state (timers dead, nothing received kept) and the phone sees a
+    /// supervision timeout. The error returned only keeps the server from storing the value.
+    private func crashed(_ why: String) -> ATTErrorCode {
+        crash = why
+        server.dropResponse()
+        generation += 1
+        newImageBooted = false
+        credentials = nil
+        url = nil
+        status = SpeakerOTA.Status(state: .idle)
+        history.append(.idle)
+        server.setValue(status.encode(), for: statusHandle)
+        server.hung = false
+        requestedDisconnect = 0x08
+        return .unlikelyError
     }
 
     private func rebooted(intoNewImage: Bool) {

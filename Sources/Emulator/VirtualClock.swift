@@ -61,6 +61,12 @@ public protocol DeviceModel: AnyObject {
     /// Set by the model when it ends the link: the HCI reason the phone will see (0x08 supervision
     /// timeout for a device that reset, 0x13 for one that hung up). The link clears it.
     var requestedDisconnect: UInt8? { get set }
+    /// Set by the model when its firmware crashed, saying why (a planted quirk met its input). A
+    /// crashed model has already reset, as firmware under a watchdog does (power-on state, its
+    /// timers dead), and asked for disconnect 0x08: the phone only sees the link drop. Whoever
+    /// runs the link takes the reason (and clears it) as it handles `requestedDisconnect`, so a
+    /// fuzzer can tell a crash from an ordinary reset.
+    var crash: String? { get set }
     /// A central connected (the first time or again).
     func connected()
     /// The link ended, whoever ended it.
