@@ -70,9 +70,9 @@ enum DeviceTargets {
         }
 
         func check(_ f: Features) -> FuzzOutcome {
-            if let crash = Pending.crash(device) { return .finding(kind: "firmware-crash", detail: crash) }
-            if Pending.preparedBytes(device) > DeviceTargets.maxQueuedBytes {
-                return .finding(kind: "unbounded-prepare-queue", detail: "the device queued \(Pending.preparedBytes(device)) bytes of Prepare Writes without Prepare Queue Full")
+            if let crash = device.crash { return .finding(kind: "firmware-crash", detail: crash) }
+            if device.server.preparedBytes > DeviceTargets.maxQueuedBytes {
+                return .finding(kind: "unbounded-prepare-queue", detail: "the device queued \(device.server.preparedBytes) bytes of Prepare Writes without Prepare Queue Full")
             }
             return .ok
         }
@@ -98,11 +98,10 @@ enum DeviceTargets {
             (1, ATTPDU.executeWriteRequest(flags: 1).encode()),
         ]
         let handles = [status, credentials, url, control]
-        let shortStatus = write(status, [0, 0, 0])
         return FuzzTarget(
             name: "device-speaker", summary: "the emulated speaker's ATT and OTA request handling\(quirks.isEmpty ? "" : " (quirks: \(quirks.joined(separator: ", ")))")",
             maxLength: 8192,
-            seeds: { [encode(session), encode(prepared), encode([(1, shortStatus)])] },
+            seeds: { [encode(session), encode(prepared)] },
             mutator: { data, r in mutateSession(&data, &r, handles: handles) }
         ) { input, f in
             let bench = Bench(spec)
@@ -189,6 +188,7 @@ enum DeviceTargets {
         if list.isEmpty { list = [(1, ATTPDU.exchangeMTURequest(clientRxMTU: 23).encode())] }
         let i = r.below(list.count)
         var (times, pdu) = list[i]
+        var double = false
         switch r.below(6) {
         case 0:  // a structure-aware value for a write
             let handle = r.pick(handles) ?? 1
@@ -199,10 +199,11 @@ enum DeviceTargets {
             default: GenericMutator.mutate(&value, &r, maxLength: 252)
             }
             pdu = ATTPDU.writeRequest(handle: handle, value: Array(value.prefix(252))).encode()
-        case 1:  // a Prepare Write flood
+        case 1:  // a Prepare Write flood (twice, when it is to be larger than one entry carries)
             times = r.pick([32, 33, 64, 255]) ?? 255
             pdu = ATTPDU.prepareWriteRequest(handle: r.pick(handles) ?? 1, offset: UInt16(r.below(600)),
-                                             value: [UInt8](repeating: 0x41, count: 1 + r.below(250))).encode()
+                                             value: [UInt8](repeating: 0x41, count: 1 + r.below(240))).encode()
+            double = times == 255
         case 2:  // an MTU at a boundary
             pdu = ATTPDU.exchangeMTURequest(clientRxMTU: UInt16(clamping: (r.pick(ProtocolMutators.mtus) ?? 23) + r.below(5) - 2)).encode()
         case 3:
@@ -213,26 +214,17 @@ enum DeviceTargets {
             GenericMutator.mutate(&pdu, &r, maxLength: 255)
         }
         list[i] = (times, pdu)
+        if double { list.insert((times, pdu), at: i) }
         if r.chance(20) { list.insert((1, pdu), at: r.below(list.count + 1)) }
         data = encode(Array(list.prefix(64)))
     }
 
     static func device(_ kind: String, _ quirks: [String]) throws(FuzzError) -> EmulatedDeviceSpec {
         do {
-            return try Pending.named(kind, quirks: quirks)
+            return try EmulatedDeviceSpec.named(kind, quirks: quirks)
         } catch {
             throw .usage("\(error)")
         }
     }
 }
 
-// TEMPORARY until the quirks branch lands.
-enum Pending {
-    static func crash(_ d: any DeviceModel) -> String? { nil }
-    static func preparedBytes(_ d: any DeviceModel) -> Int { 0 }
-    struct E: Error {}
-    static func named(_ k: String, quirks: [String]) throws -> EmulatedDeviceSpec {
-        guard quirks.isEmpty, let s = EmulatedDeviceSpec.named(k) else { throw E() }
-        return s
-    }
-}

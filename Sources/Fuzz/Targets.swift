@@ -29,8 +29,20 @@ public enum FuzzTargets {
         case "timeline": return capture(timeline: true)
         case "device-speaker": return try DeviceTargets.speaker(quirks: quirks)
         case "device-sensor": return try DeviceTargets.sensor(quirks: quirks)
+        case "selftest-crash": return selftestCrash
         default: throw .usage("no fuzz target '\(name)'; known: \(names.joined(separator: ", "))")
         }
+    }
+
+    /// Not listed: a target with a planted trap (on inputs holding FF FE), so tests can prove
+    /// that a crash in a campaign leaves its input on disk.
+    static let selftestCrash = FuzzTarget(name: "selftest-crash", summary: "traps on FF FE (tests the crash guard)", maxLength: 64,
+                                          seeds: { [[0x00, 0xFF]] }) { input, f in
+        f.add(1, Features.lengthClass(input.count))
+        for i in input.indices.dropLast() where input[i] == 0xFF && input[i + 1] == 0xFE {
+            fatalError("selftest-crash: the planted trap")
+        }
+        return .ok
     }
 
     static func problems(_ f: Features, _ tag: UInt64, _ list: [ProtocolProblem]) {

@@ -87,7 +87,7 @@ struct FuzzCommand: ParsableCommand {
         var format: OutputFormatOption = .text
 
         func validate() throws {
-            guard FuzzTargets.names.contains(target) else {
+            guard FuzzTargets.names.contains(target) || target == "selftest-crash" else {
                 throw ValidationError("no fuzz target '\(target)'; known: \(FuzzTargets.names.joined(separator: ", "))")
             }
             if let time, Self.seconds(time) == nil { throw ValidationError("--time takes a duration like 90, 90s, 10m or 2h") }

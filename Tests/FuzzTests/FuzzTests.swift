@@ -1,0 +1,136 @@
+import Emulator
+import Foundation
+import TestSupport
+import XCTest
+@testable import Fuzz
+
+/// The fuzzer proves itself: every planted firmware bug is found within its budget from a fixed
+/// seed, in-process and through an emulator process; nothing is found without quirks; corpora
+/// and findings survive a crash; regression inputs in Corpus/ stay clean.
+final class FuzzTests: XCTestCase {
+    var dir: URL!
+
+    override func setUpWithError() throws { dir = try Files.temporaryDirectory() }
+    override func tearDownWithError() throws { try? FileManager.default.removeItem(at: dir) }
+
+    func campaign(_ name: String, quirks: [String] = [], runs: Int, seed: UInt64 = 1, corpus: Bool = false) throws -> CampaignSummary {
+        var options = CampaignOptions()
+        options.seed = seed
+        options.runs = runs
+        options.findings = dir.appendingPathComponent("findings").path
+        options.corpus = corpus ? dir.appendingPathComponent("corpus-\(name)").path : nil
+        options.progressEvery = 0
+        return try Campaign(target: FuzzTargets.named(name, quirks: quirks), options: options, quirks: quirks).run()
+    }
+
+    /// Budgets: executions from seed 1 (each found in under a thousand here; the budget leaves room).
+    static let planted: [(target: String, quirk: String, kind: String, budget: Int)] = [
+        ("device-speaker", "ssid-overflow", "firmware-crash", 3000),
+        ("device-speaker", "short-status-write", "firmware-crash", 3000),
+        ("device-speaker", "unbounded-prepare-queue", "unbounded-prepare-queue", 5000),
+        ("device-sensor", "split-line-loss", "scan-depends-on-mtu", 3000),
+    ]
+
+    func testEveryPlantedBugIsFoundWithinItsBudget() throws {
+        for p in Self.planted {
+            let summary = try campaign(p.target, quirks: [p.quirk], runs: p.budget)
+            let finding = try XCTUnwrap(summary.findings.first, "\(p.quirk) not found in \(p.budget) runs")
+            XCTAssertEqual(finding.kind, p.kind, p.quirk)
+            // The reproducer replays the finding on its own, and the note names the quirk.
+            let bytes = try XCTUnwrap(FileManager.default.contents(atPath: finding.file))
+            XCTAssertEqual(bytes.count, finding.inputLength)
+            XCTAssertTrue(try FuzzTargets.named(p.target, quirks: [p.quirk]).run(Array(bytes)).isFinding)
+            XCTAssertFalse(try FuzzTargets.named(p.target).run(Array(bytes)).isFinding, "without the quirk the input is harmless")
+            let note = try String(contentsOfFile: finding.file + ".txt", encoding: .utf8)
+            XCTAssertTrue(note.contains("quirks: \(p.quirk)"), note)
+        }
+    }
+
+    func testNothingIsFoundWithoutQuirks() throws {
+        for name in FuzzTargets.names {
+            let runs = name.hasPrefix("device-") ? 3000 : 5000
+            let summary = try campaign(name, runs: runs)
+            XCTAssertEqual(summary.findings, [], "\(name): \(summary.findings.map(\.detail))")
+            XCTAssertEqual(summary.runs, runs)
+            XCTAssertGreaterThan(summary.corpusEnd, summary.corpusStart, "\(name) found no new behaviour at all")
+        }
+    }
+
+    func testTheSameSeedGivesTheSameCampaign() throws {
+        let a = try campaign("scan", runs: 2000, seed: 9)
+        let b = try campaign("scan", runs: 2000, seed: 9)
+        XCTAssertEqual(a.corpusEnd, b.corpusEnd)
+        XCTAssertEqual(a.features, b.features)
+    }
+
+    func testACampaignResumesFromItsCorpus() throws {
+        let first = try campaign("credentials", runs: 3000, corpus: true)
+        let folder = dir.appendingPathComponent("corpus-credentials").path
+        let files = try FileManager.default.contentsOfDirectory(atPath: folder)
+        XCTAssertFalse(files.contains { $0.hasPrefix(".tmp") }, "only whole files")
+        XCTAssertGreaterThanOrEqual(files.count, first.corpusEnd - 3)
+        let second = try campaign("credentials", runs: 10, seed: 2, corpus: true)
+        XCTAssertGreaterThanOrEqual(second.corpusStart, first.corpusEnd, "the second campaign starts where the first ended")
+    }
+
+    func testBlackBoxFindsAPlantedBugThroughAnEmulatorProcess() async throws {
+        let path = dir.appendingPathComponent("speaker.sock").path
+        let spec = try EmulatedDeviceSpec.named("speaker", quirks: ["ssid-overflow"])
+        let emulator = try SocketEmulator(device: spec, seed: 1, path: path, speed: 100)
+        let stop = StopSignal()
+        let served = Task { await emulator.serve(stop: stop) }
+        let findings = dir.appendingPathComponent("bb").path
+        let summary = try await Task.detached {
+            let target = try BlackBox.target("device-speaker", label: "unix:\(path)", timeout: 2_000_000) { UnixSocketLink(path: path, speed: 100) }
+            var options = CampaignOptions()
+            options.runs = 3000
+            options.findings = findings
+            options.progressEvery = 0
+            return try Campaign(target: target, options: options).run()
+        }.value
+        stop.stop()
+        _ = await served.value
+        let finding = try XCTUnwrap(summary.findings.first, "the overflow was not found through the socket")
+        XCTAssertEqual(finding.kind, "link-dropped")
+        // The exchange is saved as a capture that decodes.
+        let capture = finding.file + ".btsnoop"
+        XCTAssertTrue(FileManager.default.fileExists(atPath: capture))
+        let crashes = await emulator.counters.crashes
+        XCTAssertGreaterThan(crashes, 0)
+    }
+
+    func testRegressionInputsInCorpusStayClean() throws {
+        let root = Files.root.appendingPathComponent("Corpus")
+        var checked = 0
+        for name in FuzzTargets.names {
+            let folder = root.appendingPathComponent(name).path
+            guard FileManager.default.fileExists(atPath: folder) else { continue }
+            let target = try FuzzTargets.named(name)
+            for input in Storage.inputs(in: folder, maxLength: target.maxLength) {
+                XCTAssertEqual(target.run(input), .ok, "\(name): a Corpus input gives a finding")
+                checked += 1
+            }
+        }
+        XCTAssertGreaterThan(checked, 0)
+    }
+
+    func testACrashInACampaignLeavesItsInputOnDisk() throws {
+        let findings = dir.appendingPathComponent("crash").path
+        let gattlab = Files.root.appendingPathComponent(".build/debug/gattlab")
+        let process = Process()
+        process.executableURL = gattlab
+        process.arguments = ["fuzz", "selftest-crash", "--runs", "200000", "--findings", findings, "--quiet"]
+        process.standardError = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        XCTAssertEqual(process.terminationReason, .uncaughtSignal, "the planted trap ends the process")
+        let files = try FileManager.default.contentsOfDirectory(atPath: findings)
+        let crash = try XCTUnwrap(files.first { $0.hasPrefix("selftest-crash-crash-") && !$0.hasSuffix(".txt") }, "\(files)")
+        let input = try XCTUnwrap(FileManager.default.contents(atPath: (findings as NSString).appendingPathComponent(crash)))
+        let bytes = Array(input)
+        XCTAssertTrue(bytes.indices.dropLast().contains { bytes[$0] == 0xFF && bytes[$0 + 1] == 0xFE }, "the file holds the input that trapped")
+        XCTAssertTrue(files.contains(crash + ".txt"))
+        XCTAssertFalse(files.contains { $0.hasSuffix(".tmp") })
+    }
+}
