@@ -46,6 +46,11 @@ struct EmulateCommand: ParsableCommand {
             print("")
             print("Scenarios (gattlab emulate scenario NAME; each is also a DEVICE, with the scenario's faults):")
             for s in Scenario.all { print(line(s.name, s.summary)) }
+            print("")
+            print("Quirks (gattlab emulate DEVICE --quirk NAME, repeatable; planted bugs for fuzzers to find):")
+            for kind in ["speaker", "sensor"] {
+                for q in EmulatedDeviceSpec.knownQuirks(ofKind: kind) { print(line("\(kind) \(q.name)", q.summary)) }
+            }
         }
     }
 
