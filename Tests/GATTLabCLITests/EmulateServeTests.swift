@@ -97,7 +97,7 @@ final class EmulateServeTests: XCTestCase {
 
         let unknown = try Harness.gattlab(["emulate", "toaster", "--listen", "unix:\(dir.path)/t.sock"], timeout: 30)
         XCTAssertEqual(unknown.status, 64)
-        XCTAssertTrue(unknown.stderr.contains("no device 'toaster'; known: speaker, sensor, nrf7, esp, speaker-ota"), unknown.stderr)
+        XCTAssertTrue(unknown.stderr.contains("no device 'toaster'; known: speaker, speaker-hangs-downloading, sensor, nrf7, esp, speaker-ota"), unknown.stderr)
 
         let tcp = try Harness.gattlab(["emulate", "speaker", "--listen", "tcp:1234"], timeout: 30)
         XCTAssertEqual(tcp.status, 64)
