@@ -15,21 +15,21 @@ extension EmulateCommand {
             commandName: "serve",
             abstract: "Serve an emulated device on a Unix socket, to one client after another (the default of `emulate`).",
             discussion: """
-                The device keeps its state from one client to the next, as a real one does: a \\
-                speaker told to REBOOT into a new image is PENDING_VERIFY for the next phone. \\
-                What belongs to a connection (MTU, subscriptions, encryption) starts afresh. Each \\
-                message on the socket is one ATT PDU; a message 0x00 "encrypt" marks the link \\
-                encrypted (a Unix socket cannot pair). Device timers run on the wall clock, \\
+                The device keeps its state from one client to the next, as a real one does: a \
+                speaker told to REBOOT into a new image is PENDING_VERIFY for the next phone. \
+                What belongs to a connection (MTU, subscriptions, encryption) starts afresh. Each \
+                message on the socket is one ATT PDU; a message 0x00 "encrypt" marks the link \
+                encrypted (a Unix socket cannot pair). Device timers run on the wall clock, \
                 --speed times as fast.
 
-                Prints "listening on unix:PATH: ..." on stderr, then one line per client served \\
-                (unless --quiet). Stops on SIGINT or SIGTERM, or after --connections clients, \\
+                Prints "listening on unix:PATH: ..." on stderr, then one line per client served \
+                (unless --quiet). Stops on SIGINT or SIGTERM, or after --connections clients, \
                 and removes the socket file.
 
-                --quirk plants a bug of a class real firmware has had (see `gattlab emulate \\
-                list`), for proving that a fuzzer finds it. A planted crash resets the device \\
-                and drops the link (reason 0x08), and is logged as "firmware crash: WHY"; with \\
-                --exit-on-crash the emulator then exits with status 70, as a crashed target \\
+                --quirk plants a bug of a class real firmware has had (see `gattlab emulate \
+                list`), for proving that a fuzzer finds it. A planted crash resets the device \
+                and drops the link (reason 0x08), and is logged as "firmware crash: WHY"; with \
+                --exit-on-crash the emulator then exits with status 70, as a crashed target \
                 process would.
 
                 Examples:
