@@ -43,6 +43,12 @@ struct EmulateCommand: ParsableCommand {
             }
             print("Devices (gattlab emulate DEVICE --listen unix:PATH):")
             for d in EmulatedDeviceSpec.devices { print(line(d.name, d.summary)) }
+            // Quirks before the scenarios: scripts read the scenarios as everything after their heading.
+            print("")
+            print("Quirks (gattlab emulate DEVICE --quirk NAME, repeatable; planted bugs for fuzzers to find):")
+            for kind in ["speaker", "sensor"] {
+                for q in EmulatedDeviceSpec.knownQuirks(ofKind: kind) { print(line("\(kind) \(q.name)", q.summary)) }
+            }
             print("")
             print("Scenarios (gattlab emulate scenario NAME; each is also a DEVICE, with the scenario's faults):")
             for s in Scenario.all { print(line(s.name, s.summary)) }

@@ -15,21 +15,28 @@ extension EmulateCommand {
             commandName: "serve",
             abstract: "Serve an emulated device on a Unix socket, to one client after another (the default of `emulate`).",
             discussion: """
-                The device keeps its state from one client to the next, as a real one does: a \\
-                speaker told to REBOOT into a new image is PENDING_VERIFY for the next phone. \\
-                What belongs to a connection (MTU, subscriptions, encryption) starts afresh. Each \\
-                message on the socket is one ATT PDU; a message 0x00 "encrypt" marks the link \\
-                encrypted (a Unix socket cannot pair). Device timers run on the wall clock, \\
+                The device keeps its state from one client to the next, as a real one does: a \
+                speaker told to REBOOT into a new image is PENDING_VERIFY for the next phone. \
+                What belongs to a connection (MTU, subscriptions, encryption) starts afresh. Each \
+                message on the socket is one ATT PDU; a message 0x00 "encrypt" marks the link \
+                encrypted (a Unix socket cannot pair). Device timers run on the wall clock, \
                 --speed times as fast.
 
-                Prints "listening on unix:PATH: ..." on stderr, then one line per client served \\
-                (unless --quiet). Stops on SIGINT or SIGTERM, or after --connections clients, \\
+                Prints "listening on unix:PATH: ..." on stderr, then one line per client served \
+                (unless --quiet). Stops on SIGINT or SIGTERM, or after --connections clients, \
                 and removes the socket file.
+
+                --quirk plants a bug of a class real firmware has had (see `gattlab emulate \
+                list`), for proving that a fuzzer finds it. A planted crash resets the device \
+                and drops the link (reason 0x08), and is logged as "firmware crash: WHY"; with \
+                --exit-on-crash the emulator then exits with status 70, as a crashed target \
+                process would.
 
                 Examples:
                   gattlab emulate speaker --listen unix:/tmp/speaker.sock
                   gattlab emulate serve nrf7 --listen unix:/tmp/nrf7.sock --seed 7
                   gattlab emulate sensor-scan --listen unix:/tmp/s.sock --connections 1 --quiet
+                  gattlab emulate speaker --quirk ssid-overflow --exit-on-crash --listen unix:/tmp/f.sock
                 """)
 
         @Argument(help: ArgumentHelp("The device: speaker, sensor, nrf7, esp, or a scenario name for its device with that scenario's faults (see `gattlab emulate list`).",
@@ -55,12 +62,21 @@ extension EmulateCommand {
         @Flag(name: .long, help: "Print nothing per client.")
         var quiet = false
 
+        @Option(name: .long, help: ArgumentHelp("Plant a firmware bug (repeatable): speaker ssid-overflow, short-status-write, unbounded-prepare-queue; sensor split-line-loss.",
+                                                valueName: "name"))
+        var quirk: [String] = []
+
+        @Flag(name: .customLong("exit-on-crash"), help: "Exit with status 70 when the device's firmware crashes (a fuzzer's target process dying), instead of resetting it and serving on.")
+        var exitOnCrash = false
+
         /// The socket path of `--listen unix:PATH`.
         var path: String { String(listen.dropFirst("unix:".count)) }
 
         func validate() throws {
-            guard EmulatedDeviceSpec.named(device) != nil else {
-                throw ValidationError("no device '\(device)'; known: \(EmulatedDeviceSpec.all.map(\.name).joined(separator: ", "))")
+            do {
+                _ = try EmulatedDeviceSpec.named(device, quirks: quirk)
+            } catch {
+                throw ValidationError(error.description)
             }
             guard listen.hasPrefix("unix:"), !path.isEmpty else {
                 throw ValidationError("--listen takes unix:PATH (a Unix socket to create), not '\(listen)'")
@@ -72,7 +88,7 @@ extension EmulateCommand {
         }
 
         func run() throws {
-            guard let spec = EmulatedDeviceSpec.named(device) else { throw ExitCode(ExitStatus.usage.rawValue) }
+            guard let spec = try? EmulatedDeviceSpec.named(device, quirks: quirk) else { throw ExitCode(ExitStatus.usage.rawValue) }
             let stop = StopSignal()
             // Signals become a stop request that the serving loop sees within 50 ms; it then
             // closes the client and removes the socket file. Set up before the socket exists, so
@@ -87,23 +103,33 @@ extension EmulateCommand {
             }
             let emulator: SocketEmulator
             do {
-                emulator = try SocketEmulator(device: spec, seed: seed, path: path, speed: speed, freshDevicePerClient: freshDevice)
+                emulator = try SocketEmulator(device: spec, seed: seed, path: path, speed: speed, freshDevicePerClient: freshDevice,
+                                              exitOnCrash: exitOnCrash)
             } catch {
                 printError("gattlab: error: \(error)")
                 throw ExitCode(ExitStatus.cannotCreate.rawValue)
             }
             let speedText = speed == speed.rounded() && speed < 1e15 ? String(Int64(speed)) : String(speed)
-            printError("listening on unix:\(path): \(spec.name) (seed \(seed), speed \(speedText)x)")
+            let quirkText = spec.quirks.isEmpty ? "" : ", quirks \(spec.quirks.joined(separator: ","))"
+            printError("listening on unix:\(path): \(spec.name) (seed \(seed), speed \(speedText)x\(quirkText))")
             let done = DispatchSemaphore(value: 0)
             let connections = connections
             var log: (@Sendable (String) -> Void)?
             if !quiet { log = { @Sendable line in printError(line) } }
+            final class Outcome: @unchecked Sendable { var crash: String? }  // written before done.signal()
+            let outcome = Outcome()
+            let exitOnCrash = exitOnCrash
             Task {
                 await emulator.serve(connections: connections, stop: stop, log: log)
+                if exitOnCrash { outcome.crash = await emulator.crashes.first }
                 done.signal()
             }
             done.wait()
             for source in sources { source.cancel() }
+            if let crash = outcome.crash {
+                printError("gattlab: firmware crash: \(crash); exiting (--exit-on-crash)")
+                throw ExitCode(ExitStatus.software.rawValue)
+            }
         }
     }
 }
