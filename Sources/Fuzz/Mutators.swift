@@ -130,12 +130,13 @@ public enum ProtocolMutators {
         case 8: text.insert(contentsOf: Array("SCAN".utf8), at: r.below(text.count + 1))
         default: chunk = r.pick([0, 1, 2, 3, 4, 20, 182, 244, 255]) ?? 20
         }
-        data = [UInt8(clamping: chunk)] + text.prefix(SensorScan.maxResponseBytes + 64)
+        data = [UInt8(clamping: chunk)] + text.prefix(2047)
     }
 
     static func remove(_ text: [UInt8], _ what: String) -> [UInt8] {
         let w = Array(what.utf8)
-        guard text.count >= w.count, let i = (0...(text.count - w.count)).last(where: { Array(text[$0..<($0 + w.count)]) == w }) else { return text }
+        guard text.count >= w.count,
+              let i = (0...(text.count - w.count)).reversed().first(where: { text[$0..<($0 + w.count)].elementsEqual(w) }) else { return text }
         return Array(text[..<i]) + text[(i + w.count)...]
     }
 
