@@ -1,3 +1,5 @@
+import Capture
+
 /// What the oracles said of one input.
 public enum FuzzOutcome: Sendable, Equatable {
     case ok
@@ -96,19 +98,14 @@ public struct FuzzTarget: Sendable {
     }
 }
 
-/// The fuzzer's only source of randomness (SplitMix64): the same seed gives the same campaign.
+/// The fuzzer's only source of randomness (the project's SplitMix64): the same seed gives the
+/// same campaign.
 public struct FuzzRandom: Sendable {
-    private var state: UInt64
-    public init(seed: UInt64) { state = seed ^ 0xA076_1D64_78BD_642F }
+    private var generator: SplitMix64
+    public init(seed: UInt64) { generator = SplitMix64(seed: seed ^ 0xA076_1D64_78BD_642F) }
 
     @inline(__always)
-    public mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
+    public mutating func next() -> UInt64 { generator.next() }
 
     /// 0..<n (0 when n <= 0).
     @inline(__always)

@@ -178,17 +178,7 @@ enum ProtoFields {
         var lengthOverride: UInt64? = nil
     }
 
-    static func varint(_ b: [UInt8], _ i: inout Int) -> UInt64? {
-        var v: UInt64 = 0, shift: UInt64 = 0
-        while i < b.count, shift < 64 {
-            let c = b[i]
-            i += 1
-            v |= UInt64(c & 0x7F) << shift
-            if c & 0x80 == 0 { return v }
-            shift += 7
-        }
-        return nil
-    }
+    static func varint(_ b: [UInt8], _ i: inout Int) -> UInt64? { ProtoWire.readVarint(b, &i) }
 
     static func encodeVarint(_ v: UInt64) -> [UInt8] {
         var v = v, out: [UInt8] = []

@@ -31,7 +31,7 @@ public enum ProtoWire {
     }
 
     /// Reads a varint at `i`, advancing it; nil if it runs off the end or exceeds 10 bytes.
-    static func readVarint(_ b: [UInt8], _ i: inout Int) -> UInt64? {
+    public static func readVarint(_ b: [UInt8], _ i: inout Int) -> UInt64? {
         var value: UInt64 = 0
         var shift: UInt64 = 0
         while i < b.count, shift < 70 {
