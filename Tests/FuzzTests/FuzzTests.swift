@@ -81,7 +81,7 @@ final class FuzzTests: XCTestCase {
         let served = Task { await emulator.serve(stop: stop) }
         let findings = dir.appendingPathComponent("bb").path
         let summary = try await Task.detached {
-            let target = try BlackBox.target("device-speaker", label: "unix:\(path)", timeout: 2_000_000) { UnixSocketLink(path: path, speed: 100) }
+            let target = try BlackBox.target("device-speaker", label: "unix:\(path)", timeout: 200_000_000) { UnixSocketLink(path: path, speed: 100) }
             var options = CampaignOptions()
             options.runs = 3000
             options.findings = findings

@@ -62,12 +62,12 @@ final class ReplayCommandTests: XCTestCase {
         let recorded = dir.appendingPathComponent("replay.btsnoop").path
         let emulator = Process()
         emulator.executableURL = gattlab
-        emulator.arguments = ["emulate", "speaker-ota", "--listen", "unix:\(socket)", "--speed", "100", "--connections", "1", "--quiet"]
+        emulator.arguments = ["emulate", "speaker-ota", "--listen", "unix:\(socket)", "--speed", "20", "--connections", "1", "--quiet"]
         try emulator.run()
         defer { if emulator.isRunning { emulator.terminate() } }
         let deadline = Date().addingTimeInterval(20)
         while !FileManager.default.fileExists(atPath: socket) && Date() < deadline { usleep(20_000) }
-        let r = try Harness.gattlab(["replay", "run", Self.ota, "--target", "unix:\(socket)", "--speed", "100", "--record", recorded])
+        let r = try Harness.gattlab(["replay", "run", Self.ota, "--target", "unix:\(socket)", "--speed", "20", "--record", recorded])
         XCTAssertEqual(r.status, 0, r.stdout + r.stderr)
         XCTAssertTrue(r.stdout.contains("equivalent"), r.stdout)
         emulator.waitUntilExit()
