@@ -211,6 +211,24 @@ final class CanaryTests: XCTestCase {
                 into: &outputs)
         readFile("redacted capture", redacted, into: &outputs)
         readFile("anonymized redacted capture", anonymized, into: &outputs)
+        // Replay: a script holds secrets only when revealed; a run's report never shows them,
+        // against an emulated device (which gets the recorded values) or from a redacted script.
+        try run("replay extract", ["replay", "extract"] + r + [path], into: &outputs)
+        let script = dir.appendingPathComponent("\(tag)-session.json")
+        try run("replay extract -o", ["replay", "extract", "-o", script.path, "--force"] + r + [path], into: &outputs)
+        readFile("replay script", script, into: &outputs)
+        for format in ["text", "json"] {
+            let res = try Harness.gattlab(["replay", "run", path, "--target", "emu:speaker", "-v", "--format", format], timeout: 120)
+            XCTAssertTrue([0, 1].contains(res.status), "replay run \(format): \(res.stderr)")
+            outputs.append(Output(name: "replay run \(format) stdout", bytes: Array(res.stdout.utf8)))
+            outputs.append(Output(name: "replay run \(format) stderr", bytes: Array(res.stderr.utf8)))
+        }
+        let recorded = dir.appendingPathComponent("\(tag)-replayed.btsnoop")
+        let res = try Harness.gattlab(["replay", "run", script.path, "--target", "emu:speaker", "--set", "password=lab-password",
+                                       "--record", recorded.path, "--force"], timeout: 120)
+        XCTAssertTrue([0, 1].contains(res.status), "replay run of the script: \(res.stderr)")
+        outputs.append(Output(name: "replay run of the script stdout", bytes: Array(res.stdout.utf8)))
+        if !reveal { readFile("replay recording (password given by --set)", recorded, into: &outputs) }
         return (outputs, byName, redacted)
     }
 
