@@ -24,8 +24,10 @@ struct FuzzCommand: ParsableCommand {
               gattlab fuzz status --runs 1000000
               gattlab fuzz scan --time 10m --corpus Corpus/scan --jobs 2
               gattlab fuzz device-speaker --quirk ssid-overflow --seed 1 --runs 20000
-              gattlab fuzz reproduce fuzz-findings/device-speaker-firmware-crash-1a2b3c4d5e6f7a8b
-            For coverage-guided runs under libFuzzer and ASan: make fuzz TARGET=status TIME=60
+              gattlab fuzz device-speaker --target unix:/tmp/s.sock --speed 100 --time 5m
+              gattlab fuzz reproduce fuzz-findings/FINDING
+
+            Coverage-guided, under libFuzzer and ASan: make fuzz TARGET=status TIME=60
             """,
         subcommands: [Run.self, List.self, Reproduce.self],
         defaultSubcommand: Run.self)
