@@ -8,12 +8,13 @@ import Glibc
 #endif
 
 extension EmulateCommand {
-    /// `gattlab emulate [serve] DEVICE --listen unix:PATH`: one emulated device in its own
-    /// process, for replays and tests that connect over a socket.
+    /// `gattlab emulate [serve] DEVICE --listen unix:PATH | --hci hciN`: one emulated device in its
+    /// own process, for replays and tests that connect over a socket, or as a real peripheral on
+    /// a controller.
     struct Serve: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "serve",
-            abstract: "Serve an emulated device on a Unix socket, to one client after another (the default of `emulate`).",
+            abstract: "Serve an emulated device on a Unix socket or a Bluetooth controller, to one client after another (the default of `emulate`).",
             discussion: """
                 The device keeps its state from one client to the next, as a real one does: a \\
                 speaker told to REBOOT into a new image is PENDING_VERIFY for the next phone. \\
@@ -22,7 +23,15 @@ extension EmulateCommand {
                 encrypted (a Unix socket cannot pair). Device timers run on the wall clock, \\
                 --speed times as fast.
 
-                Prints "listening on unix:PATH: ..." on stderr, then one line per client served \\
+                With --hci hciN the device is a real LE peripheral on that controller: gattlab \
+                runs `btmgmt -i hciN` (from BlueZ, as subprocesses) to set the controller's name \
+                to the device's, then le on, connectable on, advertising on and power on, and \
+                accepts centrals on the kernel's L2CAP ATT channel (CID 4) of the controller's \
+                public address. Needs root (or CAP_NET_ADMIN) and a kernel with Bluetooth. A \
+                link the kernel encrypted (a central that paired) counts as encrypted for the \
+                device. Device timers then run at real time (--speed 1) unless asked otherwise.
+
+                Prints "listening on unix:PATH: ..." (or "listening on hciN (ADDRESS): ...") on stderr, then one line per client served \\
                 (unless --quiet). Stops on SIGINT or SIGTERM, or after --connections clients, \\
                 and removes the socket file.
 
@@ -30,6 +39,7 @@ extension EmulateCommand {
                   gattlab emulate speaker --listen unix:/tmp/speaker.sock
                   gattlab emulate serve nrf7 --listen unix:/tmp/nrf7.sock --seed 7
                   gattlab emulate sensor-scan --listen unix:/tmp/s.sock --connections 1 --quiet
+                  gattlab emulate speaker-ota --hci hci1
                 """)
 
         @Argument(help: ArgumentHelp("The device: speaker, sensor, nrf7, esp, or a scenario name for its device with that scenario's faults (see `gattlab emulate list`).",
@@ -38,7 +48,11 @@ extension EmulateCommand {
 
         @Option(name: .long, help: ArgumentHelp("Where to listen: unix:PATH (a path of at most 107 bytes; a stale socket file is replaced, any other file is not).",
                                                 valueName: "unix:path"))
-        var listen: String
+        var listen: String?
+
+        @Option(name: .long, help: ArgumentHelp("Serve as a real LE peripheral on this controller (hciN): powered on, connectable and advertising with the device's name (set up with btmgmt).",
+                                                valueName: "hciN"))
+        var hci: String?
 
         @Option(name: .long, help: "Seed of the device (scan results, RSSI, ESP session keys, timing jitter); use a recording's seed to replay it.")
         var seed: UInt64 = 1
@@ -56,14 +70,29 @@ extension EmulateCommand {
         var quiet = false
 
         /// The socket path of `--listen unix:PATH`.
-        var path: String { String(listen.dropFirst("unix:".count)) }
+        var path: String { String((listen ?? "").dropFirst("unix:".count)) }
+
+        /// N of `--hci hciN` (or of a bare N).
+        var controllerIndex: UInt16? {
+            guard let hci else { return nil }
+            let digits = hci.hasPrefix("hci") ? String(hci.dropFirst(3)) : hci
+            guard !digits.isEmpty, digits.utf8.count <= 5, digits.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
+            return UInt16(digits)
+        }
 
         func validate() throws {
             guard EmulatedDeviceSpec.named(device) != nil else {
                 throw ValidationError("no device '\(device)'; known: \(EmulatedDeviceSpec.all.map(\.name).joined(separator: ", "))")
             }
-            guard listen.hasPrefix("unix:"), !path.isEmpty else {
-                throw ValidationError("--listen takes unix:PATH (a Unix socket to create), not '\(listen)'")
+            switch (listen, hci) {
+            case (nil, nil): throw ValidationError("give --listen unix:PATH (a Unix socket) or --hci hciN (a Bluetooth controller)")
+            case (.some, .some): throw ValidationError("give --listen or --hci, not both")
+            case (.some(let listen), nil):
+                guard listen.hasPrefix("unix:"), !path.isEmpty else {
+                    throw ValidationError("--listen takes unix:PATH (a Unix socket to create), not '\(listen)'")
+                }
+            case (nil, .some(let hci)):
+                guard controllerIndex != nil else { throw ValidationError("--hci takes a controller like hci0, not '\(hci)'") }
             }
             guard speed.isFinite, speed > 0, speed <= 1_000_000 else {
                 throw ValidationError("--speed must be above 0 and at most 1000000")
@@ -86,14 +115,25 @@ extension EmulateCommand {
                 sources.append(source)
             }
             let emulator: SocketEmulator
-            do {
-                emulator = try SocketEmulator(device: spec, seed: seed, path: path, speed: speed, freshDevicePerClient: freshDevice)
-            } catch {
-                printError("gattlab: error: \(error)")
-                throw ExitCode(ExitStatus.cannotCreate.rawValue)
+            if let index = controllerIndex {
+                let listener: BlueZListener
+                do {
+                    listener = try Self.peripheral(on: index, name: spec.name)
+                } catch {
+                    printError("gattlab: error: \(error)")
+                    throw ExitCode(ExitStatus.unavailable.rawValue)
+                }
+                emulator = SocketEmulator(device: spec, seed: seed, listener: listener, speed: speed, freshDevicePerClient: freshDevice)
+            } else {
+                do {
+                    emulator = try SocketEmulator(device: spec, seed: seed, path: path, speed: speed, freshDevicePerClient: freshDevice)
+                } catch {
+                    printError("gattlab: error: \(error)")
+                    throw ExitCode(ExitStatus.cannotCreate.rawValue)
+                }
             }
             let speedText = speed == speed.rounded() && speed < 1e15 ? String(Int64(speed)) : String(speed)
-            printError("listening on unix:\(path): \(spec.name) (seed \(seed), speed \(speedText)x)")
+            printError("listening on \(emulator.endpoint): \(spec.name) (seed \(seed), speed \(speedText)x)")
             let done = DispatchSemaphore(value: 0)
             let connections = connections
             var log: (@Sendable (String) -> Void)?
@@ -104,6 +144,53 @@ extension EmulateCommand {
             }
             done.wait()
             for source in sources { source.cancel() }
+        }
+    }
+}
+
+extension EmulateCommand.Serve {
+    /// Makes hci`index` a connectable, advertising LE peripheral named `name` and listens on its
+    /// ATT channel. Checks the kernel and the controller first, so a machine without Bluetooth
+    /// gets one line that says so rather than btmgmt's own messages.
+    static func peripheral(on index: UInt16, name: String) throws(BearerError) -> BlueZListener {
+        try BlueZController.check(index)
+        guard let btmgmt = ["/usr/bin/btmgmt", "/usr/sbin/btmgmt", "/bin/btmgmt"].first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
+            throw .failed("btmgmt not found; install BlueZ (apt-get install bluez) to use --hci")
+        }
+        for command in [["name", name], ["le", "on"], ["connectable", "on"], ["advertising", "on"], ["power", "on"]] {
+            try runBtmgmt(btmgmt, index: index, command)
+        }
+        // The kernel reports the controller up a moment after btmgmt's answer.
+        var waited = 0
+        while !BlueZController.isUp(index), waited < 50 {
+            usleep(100_000)
+            waited += 1
+        }
+        return try BlueZListener(controller: index)
+    }
+
+    /// `btmgmt -i hciN ARGS...`, given 10 s; its output is kept only to explain a failure.
+    static func runBtmgmt(_ btmgmt: String, index: UInt16, _ arguments: [String]) throws(BearerError) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: btmgmt)
+        process.arguments = ["-i", "hci\(index)"] + arguments
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        process.standardInput = FileHandle.nullDevice
+        let what = "btmgmt -i hci\(index) \(arguments.joined(separator: " "))"
+        do { try process.run() } catch { throw .failed("cannot run \(what): \(error.localizedDescription)") }
+        let deadline = Date().addingTimeInterval(10)
+        while process.isRunning, Date() < deadline { usleep(20_000) }
+        if process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+            throw .failed("\(what) did not finish within 10 s")
+        }
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        guard process.terminationStatus == 0 else {
+            let last = text.split(whereSeparator: \.isNewline).last.map(String.init) ?? "exit status \(process.terminationStatus)"
+            throw .failed("\(what) failed: \(last)")
         }
     }
 }
