@@ -170,26 +170,50 @@ extension EmulateCommand.Serve {
     }
 
     /// `btmgmt -i hciN ARGS...`, given 10 s; its output is kept only to explain a failure.
+    /// posix_spawn rather than Foundation's Process: Process sets up a CFSocket wake-up pair that
+    /// failed (and then hung) in the test VM.
     static func runBtmgmt(_ btmgmt: String, index: UInt16, _ arguments: [String]) throws(BearerError) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: btmgmt)
-        process.arguments = ["-i", "hci\(index)"] + arguments
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        process.standardInput = FileHandle.nullDevice
         let what = "btmgmt -i hci\(index) \(arguments.joined(separator: " "))"
-        do { try process.run() } catch { throw .failed("cannot run \(what): \(error.localizedDescription)") }
+        var fds: [Int32] = [0, 0]
+        guard pipe(&fds) == 0 else { throw .failed("cannot run \(what): \(String(cString: strerror(errno)))") }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_adddup2(&actions, fds[1], 1)
+        posix_spawn_file_actions_adddup2(&actions, fds[1], 2)
+        posix_spawn_file_actions_addclose(&actions, fds[0])
+        posix_spawn_file_actions_addclose(&actions, fds[1])
+        let argv: [UnsafeMutablePointer<CChar>?] = ([btmgmt, "-i", "hci\(index)"] + arguments).map { strdup($0) } + [nil]
+        defer { for a in argv { free(a) } }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, btmgmt, &actions, nil, argv, environ)
+        Glibc.close(fds[1])
+        defer { Glibc.close(fds[0]) }
+        guard spawned == 0 else { throw .failed("cannot run \(what): \(String(cString: strerror(spawned)))") }
+        var status: Int32 = 0
         let deadline = Date().addingTimeInterval(10)
-        while process.isRunning, Date() < deadline { usleep(20_000) }
-        if process.isRunning {
-            process.terminate()
-            process.waitUntilExit()
-            throw .failed("\(what) did not finish within 10 s")
+        while waitpid(pid, &status, WNOHANG) == 0 {
+            if Date() >= deadline {
+                kill(pid, SIGKILL)
+                _ = waitpid(pid, &status, 0)
+                throw .failed("\(what) did not finish within 10 s")
+            }
+            usleep(20_000)
         }
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        guard process.terminationStatus == 0 else {
-            let last = text.split(whereSeparator: \.isNewline).last.map(String.init) ?? "exit status \(process.terminationStatus)"
+        var output: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { read(fds[0], $0.baseAddress, $0.count) }
+            if n <= 0 { break }
+            output += buffer.prefix(n)
+        }
+        let exited = status & 0x7f == 0
+        let code = (status >> 8) & 0xff
+        guard exited, code == 0 else {
+            let text = String(decoding: output, as: UTF8.self)
+            let last = text.split(whereSeparator: \.isNewline).last.map(String.init)
+                ?? (exited ? "exit status \(code)" : "killed by signal \(status & 0x7f)")
             throw .failed("\(what) failed: \(last)")
         }
     }
