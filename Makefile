@@ -1,14 +1,15 @@
 # GATTLab: two commands on a fresh Debian machine with Swift:
 #   make demo   installs what is missing, builds, and decodes the bundled capture
 #   make test   the same set-up, then every test (tshark conformance included)
-# Other targets: make build, make bench (release build, GATTLab vs tshark), make clean.
+# Other targets: make build, make bench (release build, GATTLab vs tshark), make clean,
+#   make vm-test (a real kernel BlueZ link in a qemu VM: emulate --hci, replay over bluez:, captures; Scripts/vm/).
 
 SWIFT ?= swift
 APT_PACKAGES := libpcap-dev libbluetooth-dev tshark python3 python3-jsonschema chromium
 DEMO := Captures/speaker-ota-demo.btsnoop
 GATTLAB := .build/debug/gattlab
 
-.PHONY: all setup build demo test bench clean
+.PHONY: all setup build demo test bench clean vm-test
 
 all: build
 
@@ -54,6 +55,11 @@ test: setup
 bench: setup
 	$(SWIFT) build -c release --product gattlab
 	python3 Benchmarks/bench.py --gattlab .build/release/gattlab
+
+# Boots a Debian kernel under qemu with two virtual LE controllers and checks GATTLab against the
+# kernel's BlueZ stack (installs qemu and BlueZ tools as root; caches the kernel in .build-vm/).
+vm-test:
+	bash Scripts/vm/vm-test.sh
 
 clean:
 	rm -rf .build bench-out

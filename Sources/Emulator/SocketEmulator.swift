@@ -83,7 +83,8 @@ public struct SocketEmulatorCounters: Sendable, Hashable {
 }
 
 /// One emulated device served on a Unix SEQPACKET socket (`gattlab emulate NAME --listen
-/// unix:PATH`), to clients one after another: the device lives as long as the emulator, so what a
+/// unix:PATH`) or on a controller's ATT channel as a real peripheral (`--hci hciN`, a
+/// `BlueZListener`), to clients one after another: the device lives as long as the emulator, so what a
 /// client did stays done for the next one (a speaker that rebooted into a new image is
 /// PENDING_VERIFY when the next phone connects), while what belongs to a connection (MTU, CCCDs,
 /// prepare queue, encryption) starts afresh.
@@ -96,9 +97,12 @@ public actor SocketEmulator {
     public let name: String
     public let seed: UInt64
     public nonisolated var speed: Double { clock.speed }
+    /// The socket path when listening on a Unix socket, else empty.
     public let path: String
+    /// Where it listens: `unix:PATH`, or `hciN (ADDRESS)`.
+    public nonisolated var endpoint: String { listener.endpoint }
     private let clock: ScaledClock
-    private let listener: UnixSocketListener
+    private let listener: any ATTBearerListener
     private var scheduler: VirtualScheduler
     private var device: any DeviceModel
     private let factory: DeviceFactory
@@ -120,8 +124,8 @@ public actor SocketEmulator {
     /// How long a send to a client that stopped reading may wait before the client is dropped.
     public let clientSendTimeout: Int64
 
-    /// Serves `spec` built with `seed` on `listener`.
-    public init(device spec: EmulatedDeviceSpec, seed: UInt64 = 1, listener: UnixSocketListener, speed: Double = 1,
+    /// Serves `spec` built with `seed` on `listener` (a Unix socket, or a controller's ATT channel).
+    public init(device spec: EmulatedDeviceSpec, seed: UInt64 = 1, listener: any ATTBearerListener, speed: Double = 1,
                 clientSendTimeout: Int64 = 10_000_000, freshDevicePerClient: Bool = false, exitOnCrash: Bool = false) {
         self.freshDevicePerClient = freshDevicePerClient
         self.exitOnCrash = exitOnCrash
@@ -130,7 +134,7 @@ public actor SocketEmulator {
         self.clientSendTimeout = clientSendTimeout
         self.seed = seed
         self.listener = listener
-        path = listener.path
+        path = (listener as? UnixSocketListener)?.path ?? ""
         clock = ScaledClock(speed: speed)
         let scheduler = VirtualScheduler(start: clock.now())
         self.scheduler = scheduler
@@ -199,11 +203,11 @@ public actor SocketEmulator {
     }
 
     /// Waits for a client, running device timers meanwhile (what they send is dropped). Nil when stopped.
-    private func nextClient(stop: StopSignal?) async -> UnixSocketBearer? {
+    private func nextClient(stop: StopSignal?) async -> (any ServedATTBearer)? {
         while stop?.isStopped != true, !stopsForCrash {
             _ = await runDueTimers(client: nil)
             if stopsForCrash { return nil }
-            if let client = await listener.accept(within: waitTime()) {
+            if let client = await listener.acceptClient(within: waitTime()) {
                 client.setSendTimeout(clientSendTimeout)
                 return client
             }
@@ -211,7 +215,7 @@ public actor SocketEmulator {
         return nil
     }
 
-    private func serve(_ client: UnixSocketBearer, stop: StopSignal?, encrypted: inout Bool) async -> Ending {
+    private func serve(_ client: any ServedATTBearer, stop: StopSignal?, encrypted: inout Bool) async -> Ending {
         if freshDevicePerClient, counters.connections > 1 {
             scheduler = VirtualScheduler(start: clock.now())
             device = factory(scheduler, seed)
@@ -250,6 +254,12 @@ public actor SocketEmulator {
                 }
                 continue
             }
+            // A kernel link encrypted by pairing says so itself (a Unix client sends "encrypt").
+            if client.linkEncrypted == true, !device.server.encrypted {
+                device.server.encrypted = true
+                if !encrypted { counters.encryptions += 1 }
+                encrypted = true
+            }
             counters.pdusIn += 1
             if let ending = await send(device.server.handle(message), to: client) { return ending }
             if let reason = takeDisconnectRequest() { return .device(reason) }
@@ -258,7 +268,7 @@ public actor SocketEmulator {
 
     /// Runs the timers due by now, each at its own virtual time, sending what each queued; the
     /// ending when the device hung up (or the client vanished) on the way.
-    private func runDueTimers(client: UnixSocketBearer?) async -> Ending? {
+    private func runDueTimers(client: (any ServedATTBearer)?) async -> Ending? {
         let now = clock.now()
         while let next = scheduler.nextTime, next <= now {
             scheduler.runNext()
@@ -269,7 +279,7 @@ public actor SocketEmulator {
         return nil
     }
 
-    private func flush(to client: UnixSocketBearer?) async -> Ending? {
+    private func flush(to client: (any ServedATTBearer)?) async -> Ending? {
         let outgoing = device.server.takeOutgoing()
         guard let client else {
             counters.droppedOutgoing += outgoing.count
@@ -278,7 +288,7 @@ public actor SocketEmulator {
         return await send(outgoing, to: client)
     }
 
-    private func send(_ pdus: [[UInt8]], to client: UnixSocketBearer) async -> Ending? {
+    private func send(_ pdus: [[UInt8]], to client: any ServedATTBearer) async -> Ending? {
         for pdu in pdus {
             do { try await client.send(pdu) } catch { return .clientVanished }
             counters.pdusOut += 1

@@ -8,12 +8,13 @@ import Glibc
 #endif
 
 extension EmulateCommand {
-    /// `gattlab emulate [serve] DEVICE --listen unix:PATH`: one emulated device in its own
-    /// process, for replays and tests that connect over a socket.
+    /// `gattlab emulate [serve] DEVICE --listen unix:PATH | --hci hciN`: one emulated device in its
+    /// own process, for replays and tests that connect over a socket, or as a real peripheral on
+    /// a controller.
     struct Serve: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "serve",
-            abstract: "Serve an emulated device on a Unix socket, to one client after another (the default of `emulate`).",
+            abstract: "Serve an emulated device on a Unix socket or a Bluetooth controller, to one client after another (the default of `emulate`).",
             discussion: """
                 The device keeps its state from one client to the next, as a real one does: a \
                 speaker told to REBOOT into a new image is PENDING_VERIFY for the next phone. \
@@ -22,8 +23,17 @@ extension EmulateCommand {
                 encrypted (a Unix socket cannot pair). Device timers run on the wall clock, \
                 --speed times as fast.
 
-                Prints "listening on unix:PATH: ..." on stderr, then one line per client served \
-                (unless --quiet). Stops on SIGINT or SIGTERM, or after --connections clients, \
+                With --hci hciN the device is a real LE peripheral on that controller: gattlab \
+                runs `btmgmt -i hciN` (from BlueZ, as subprocesses) to set the controller's name \
+                to the device's, then le on, connectable on, advertising on and power on, and \
+                accepts centrals on the kernel's L2CAP ATT channel (CID 4) of the controller's \
+                public address. Needs root (or CAP_NET_ADMIN) and a kernel with Bluetooth. A \
+                link the kernel encrypted (a central that paired) counts as encrypted for the \
+                device. Device timers then run at real time (--speed 1) unless asked otherwise.
+
+                Prints "listening on unix:PATH: ..." (or "listening on hciN (ADDRESS): ...") on \
+                stderr, then one line per client served (unless --quiet). Stops on SIGINT or \
+                SIGTERM, or after --connections clients, \
                 and removes the socket file.
 
                 --quirk plants a bug of a class real firmware has had (see `gattlab emulate \
@@ -37,6 +47,7 @@ extension EmulateCommand {
                   gattlab emulate serve nrf7 --listen unix:/tmp/nrf7.sock --seed 7
                   gattlab emulate sensor-scan --listen unix:/tmp/s.sock --connections 1 --quiet
                   gattlab emulate speaker --quirk ssid-overflow --exit-on-crash --listen unix:/tmp/f.sock
+                  gattlab emulate speaker-ota --hci hci1
                 """)
 
         @Argument(help: ArgumentHelp("The device: speaker, sensor, nrf7, esp, or a scenario name for its device with that scenario's faults (see `gattlab emulate list`).",
@@ -45,7 +56,11 @@ extension EmulateCommand {
 
         @Option(name: .long, help: ArgumentHelp("Where to listen: unix:PATH (a path of at most 107 bytes; a stale socket file is replaced, any other file is not).",
                                                 valueName: "unix:path"))
-        var listen: String
+        var listen: String?
+
+        @Option(name: .long, help: ArgumentHelp("Serve as a real LE peripheral on this controller (hciN): powered on, connectable and advertising with the device's name (set up with btmgmt).",
+                                                valueName: "hciN"))
+        var hci: String?
 
         @Option(name: .long, help: "Seed of the device (scan results, RSSI, ESP session keys, timing jitter); use a recording's seed to replay it.")
         var seed: UInt64 = 1
@@ -70,7 +85,15 @@ extension EmulateCommand {
         var exitOnCrash = false
 
         /// The socket path of `--listen unix:PATH`.
-        var path: String { String(listen.dropFirst("unix:".count)) }
+        var path: String { String((listen ?? "").dropFirst("unix:".count)) }
+
+        /// N of `--hci hciN` (or of a bare N).
+        var controllerIndex: UInt16? {
+            guard let hci else { return nil }
+            let digits = hci.hasPrefix("hci") ? String(hci.dropFirst(3)) : hci
+            guard !digits.isEmpty, digits.utf8.count <= 5, digits.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
+            return UInt16(digits)
+        }
 
         func validate() throws {
             do {
@@ -78,8 +101,15 @@ extension EmulateCommand {
             } catch {
                 throw ValidationError(error.description)
             }
-            guard listen.hasPrefix("unix:"), !path.isEmpty else {
-                throw ValidationError("--listen takes unix:PATH (a Unix socket to create), not '\(listen)'")
+            switch (listen, hci) {
+            case (nil, nil): throw ValidationError("give --listen unix:PATH (a Unix socket) or --hci hciN (a Bluetooth controller)")
+            case (.some, .some): throw ValidationError("give --listen or --hci, not both")
+            case (.some(let listen), nil):
+                guard listen.hasPrefix("unix:"), !path.isEmpty else {
+                    throw ValidationError("--listen takes unix:PATH (a Unix socket to create), not '\(listen)'")
+                }
+            case (nil, .some(let hci)):
+                guard controllerIndex != nil else { throw ValidationError("--hci takes a controller like hci0, not '\(hci)'") }
             }
             guard speed.isFinite, speed > 0, speed <= 1_000_000 else {
                 throw ValidationError("--speed must be above 0 and at most 1000000")
@@ -102,16 +132,28 @@ extension EmulateCommand {
                 sources.append(source)
             }
             let emulator: SocketEmulator
-            do {
-                emulator = try SocketEmulator(device: spec, seed: seed, path: path, speed: speed, freshDevicePerClient: freshDevice,
-                                              exitOnCrash: exitOnCrash)
-            } catch {
-                printError("gattlab: error: \(error)")
-                throw ExitCode(ExitStatus.cannotCreate.rawValue)
+            if let index = controllerIndex {
+                let listener: BlueZListener
+                do {
+                    listener = try Self.peripheral(on: index, name: spec.name)
+                } catch {
+                    printError("gattlab: error: \(error)")
+                    throw ExitCode(ExitStatus.unavailable.rawValue)
+                }
+                emulator = SocketEmulator(device: spec, seed: seed, listener: listener, speed: speed, freshDevicePerClient: freshDevice,
+                                          exitOnCrash: exitOnCrash)
+            } else {
+                do {
+                    emulator = try SocketEmulator(device: spec, seed: seed, path: path, speed: speed, freshDevicePerClient: freshDevice,
+                                                  exitOnCrash: exitOnCrash)
+                } catch {
+                    printError("gattlab: error: \(error)")
+                    throw ExitCode(ExitStatus.cannotCreate.rawValue)
+                }
             }
             let speedText = speed == speed.rounded() && speed < 1e15 ? String(Int64(speed)) : String(speed)
             let quirkText = spec.quirks.isEmpty ? "" : ", quirks \(spec.quirks.joined(separator: ","))"
-            printError("listening on unix:\(path): \(spec.name) (seed \(seed), speed \(speedText)x\(quirkText))")
+            printError("listening on \(emulator.endpoint): \(spec.name) (seed \(seed), speed \(speedText)x\(quirkText))")
             let done = DispatchSemaphore(value: 0)
             let connections = connections
             var log: (@Sendable (String) -> Void)?
@@ -130,6 +172,77 @@ extension EmulateCommand {
                 printError("gattlab: firmware crash: \(crash); exiting (--exit-on-crash)")
                 throw ExitCode(ExitStatus.software.rawValue)
             }
+        }
+    }
+}
+
+extension EmulateCommand.Serve {
+    /// Makes hci`index` a connectable, advertising LE peripheral named `name` and listens on its
+    /// ATT channel. Checks the kernel and the controller first, so a machine without Bluetooth
+    /// gets one line that says so rather than btmgmt's own messages.
+    static func peripheral(on index: UInt16, name: String) throws(BearerError) -> BlueZListener {
+        try BlueZController.check(index)
+        guard let btmgmt = ["/usr/bin/btmgmt", "/usr/sbin/btmgmt", "/bin/btmgmt"].first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
+            throw .failed("btmgmt not found; install BlueZ (apt-get install bluez) to use --hci")
+        }
+        for command in [["name", name], ["le", "on"], ["connectable", "on"], ["advertising", "on"], ["power", "on"]] {
+            try runBtmgmt(btmgmt, index: index, command)
+        }
+        // The kernel reports the controller up a moment after btmgmt's answer.
+        var waited = 0
+        while !BlueZController.isUp(index), waited < 50 {
+            usleep(100_000)
+            waited += 1
+        }
+        return try BlueZListener(controller: index)
+    }
+
+    /// `btmgmt -i hciN ARGS...`, given 10 s; its output is kept only to explain a failure.
+    /// posix_spawn rather than Foundation's Process: Process sets up a CFSocket wake-up pair that
+    /// failed (and then hung) in the test VM.
+    static func runBtmgmt(_ btmgmt: String, index: UInt16, _ arguments: [String]) throws(BearerError) {
+        let what = "btmgmt -i hci\(index) \(arguments.joined(separator: " "))"
+        var fds: [Int32] = [0, 0]
+        guard pipe(&fds) == 0 else { throw .failed("cannot run \(what): \(String(cString: strerror(errno)))") }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_adddup2(&actions, fds[1], 1)
+        posix_spawn_file_actions_adddup2(&actions, fds[1], 2)
+        posix_spawn_file_actions_addclose(&actions, fds[0])
+        posix_spawn_file_actions_addclose(&actions, fds[1])
+        let argv: [UnsafeMutablePointer<CChar>?] = ([btmgmt, "-i", "hci\(index)"] + arguments).map { strdup($0) } + [nil]
+        defer { for a in argv { free(a) } }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, btmgmt, &actions, nil, argv, environ)
+        Glibc.close(fds[1])
+        defer { Glibc.close(fds[0]) }
+        guard spawned == 0 else { throw .failed("cannot run \(what): \(String(cString: strerror(spawned)))") }
+        var status: Int32 = 0
+        let deadline = Date().addingTimeInterval(10)
+        while waitpid(pid, &status, WNOHANG) == 0 {
+            if Date() >= deadline {
+                kill(pid, SIGKILL)
+                _ = waitpid(pid, &status, 0)
+                throw .failed("\(what) did not finish within 10 s")
+            }
+            usleep(20_000)
+        }
+        var output: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { read(fds[0], $0.baseAddress, $0.count) }
+            if n <= 0 { break }
+            output += buffer.prefix(n)
+        }
+        let exited = status & 0x7f == 0
+        let code = (status >> 8) & 0xff
+        guard exited, code == 0 else {
+            let text = String(decoding: output, as: UTF8.self)
+            let last = text.split(whereSeparator: \.isNewline).last.map(String.init)
+                ?? (exited ? "exit status \(code)" : "killed by signal \(status & 0x7f)")
+            throw .failed("\(what) failed: \(last)")
         }
     }
 }

@@ -60,6 +60,16 @@ public final class BlueZBearer: TimedATTBearer, @unchecked Sendable {
         return BlueZBearer(fd: try result.get(), peer: target)
     }
 
+    /// How long a send waits for room (no credits: the peer stopped reading) before it fails with
+    /// `.closed`, so a vanished central cannot hang a peripheral serving it.
+    public func setSendTimeout(_ microseconds: Int64) {
+        lock.lock(); defer { lock.unlock() }
+        guard !closed else { return }
+        let t = max(1, microseconds)
+        var timeout = timeval(tv_sec: Int(t / 1_000_000), tv_usec: Int(t % 1_000_000))
+        _ = setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    }
+
     /// Asks the kernel for a higher security level on the live link: it pairs (or encrypts with a
     /// stored key) before the next PDU goes out, as BlueZ's own GATT client does on an
     /// Insufficient Authentication or Encryption error.
@@ -372,4 +382,29 @@ func errorText(_ code: Int32) -> String { String(cString: strerror(code)) }
 func seconds(_ microseconds: Int64) -> String {
     let tenths = (max(0, microseconds) + 50_000) / 100_000
     return tenths % 10 == 0 ? "\(tenths / 10) s" : "\(tenths / 10).\(tenths % 10) s"
+}
+
+// MARK: - Controllers
+
+/// A local controller, before anything is done with it.
+public enum BlueZController {
+    /// Whether hci`index` exists on a kernel with Bluetooth, whatever its power state: an error
+    /// that says what is missing (no AF_BLUETOOTH, no such controller, no permission) otherwise.
+    public static func check(_ index: UInt16) throws(BearerError) {
+        var info = hci_dev_info()
+        guard hci_devinfo(Int32(index), &info) == 0 else {
+            let code = errno
+            if code == ENODEV {
+                throw .failed("no controller hci\(index); list the controllers with 'btmgmt info'")
+            }
+            throw socketError(code, "cannot query controller hci\(index)")
+        }
+    }
+
+    /// Whether hci`index` is powered (up).
+    public static func isUp(_ index: UInt16) -> Bool {
+        var info = hci_dev_info()
+        guard hci_devinfo(Int32(index), &info) == 0 else { return false }
+        return info.flags & (1 << UInt32(HCI_UP)) != 0
+    }
 }

@@ -1,0 +1,118 @@
+#!/bin/bash
+# make vm-test: GATTLab against a real kernel BlueZ stack without Bluetooth hardware.
+# Boots a Debian kernel under qemu (TCG unless real KVM works) with the host root shared
+# read-only over 9p; inside (Scripts/vm/guest.sh), btvirt links two virtual LE controllers,
+# `gattlab emulate speaker-ota --hci` serves the emulated speaker as a peripheral on one, and
+# `gattlab replay run --target bluez:` replays a recorded OTA from the other, while btmon and
+# tcpdump capture. Then checks here, on the host, each with its figures and a PASS or FAIL line.
+#
+# Environment: VM_TIMEOUT (s, whole VM run, default 300), GATTLAB (a built binary to use instead
+# of building), BENCH_WRITES (write round trips to time, default 200), FORCE_TCG=1.
+set -u
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
+W=$REPO/.build-vm
+OUT=$W/out
+VM_TIMEOUT=${VM_TIMEOUT:-300}
+BENCH_WRITES=${BENCH_WRITES:-200}
+PACKAGES="qemu-system-x86 bluez bluez-test-tools busybox-static kmod cpio tcpdump tshark python3"
+T_START=$(date +%s.%N)
+elapsed() { awk -v a="$(date +%s.%N)" -v b="$1" 'BEGIN{printf "%.1f", a-b}'; }
+FAILS=0
+pass() { echo "PASS: $*"; }
+fail() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
+die() { echo "FAIL: $*"; echo "vm-test: FAILED after $(elapsed "$T_START") s (logs in $OUT)"; exit 1; }
+case "$REPO$W" in *[[:space:]]*) die "the repository path must not contain spaces ($REPO)";; esac
+
+# 1. Packages.
+missing=""
+for p in $PACKAGES; do dpkg -s "$p" > /dev/null 2>&1 || missing="$missing $p"; done
+if [ -n "$missing" ]; then
+  [ "$(id -u)" = 0 ] || die "missing packages; run: sudo apt-get install -y --no-install-recommends$missing"
+  echo "vm-test: installing$missing"
+  export DEBIAN_FRONTEND=noninteractive
+  timeout 600 apt-get update -qq && timeout 900 apt-get install -y -qq --no-install-recommends $missing > /dev/null \
+    || die "apt-get install$missing failed"
+fi
+[ "$(id -u)" = 0 ] || echo "vm-test: note: not root; qemu and the 9p share may need root"
+
+# 2. The kernel: a Debian linux-image package, downloaded once and extracted (not installed).
+KROOT=$W/kernel/root
+if ! ls "$KROOT"/boot/vmlinuz-* > /dev/null 2>&1; then
+  PKG=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-/{print $2; exit}')
+  [ -n "$PKG" ] || die "apt-cache knows no linux-image-amd64 (is this Debian with its sources?)"
+  mkdir -p "$W/kernel/debs"
+  ls "$W/kernel/debs/${PKG}"_*.deb > /dev/null 2>&1 || (cd "$W/kernel/debs" && timeout 600 apt-get download -qq "$PKG") \
+    || die "apt-get download $PKG failed"
+  rm -rf "$KROOT"; mkdir -p "$KROOT"
+  dpkg-deb -x "$(ls "$W/kernel/debs/${PKG}"_*.deb | head -1)" "$KROOT" || die "dpkg-deb -x $PKG failed"
+  depmod -b "$KROOT" "$(ls "$KROOT/lib/modules" | head -1)" || die "depmod failed"
+fi
+KVER=$(ls "$KROOT/lib/modules" | sort -V | tail -1)
+echo "vm-test: kernel $KVER (cached in $W/kernel)"
+
+# 3. gattlab: the debug build (`make test` leaves one), copied so a rebuild during the run
+# cannot change it under the guest.
+if [ -z "${GATTLAB:-}" ]; then
+  (cd "$REPO" && timeout 1800 swift build --product gattlab 2>&1 | tail -3) || die "swift build failed"
+  GATTLAB=$REPO/.build/debug/gattlab
+fi
+[ -x "$GATTLAB" ] || die "no gattlab binary at $GATTLAB"
+mkdir -p "$W/bin"; cp "$GATTLAB" "$W/bin/gattlab.new" && mv "$W/bin/gattlab.new" "$W/bin/gattlab"
+GL=$W/bin/gattlab
+
+# 4. The initramfs: static busybox and the modules to mount 9p.
+INITRD=$W/initrd-$KVER.gz
+D=$W/initrd.d
+rm -rf "$D"; mkdir -p "$D/bin" "$D/mods" "$D/proc" "$D/sys" "$D/dev" "$D/newroot"
+cp /bin/busybox "$D/bin/busybox"
+for m in virtio_pci 9pnet_virtio 9p; do modprobe -d "$KROOT" -S "$KVER" --show-depends "$m"; done \
+  | awk '$1 == "insmod" && !seen[$2]++ {print $2}' > "$D/mods/paths"
+while read -r f; do cp "$f" "$D/mods/" && basename "$f"; done < "$D/mods/paths" > "$D/mods/order"
+cp "$REPO/Scripts/vm/initramfs-init.sh" "$D/init"; chmod +x "$D/init"
+(cd "$D" && find . | cpio -o -H newc --quiet | gzip -1) > "$INITRD" || die "cannot build the initramfs"
+
+# 5. The benchmark script: N Write Requests (the speaker's status CCCD, harmless) in one session.
+rm -rf "$OUT"; mkdir -p "$OUT"
+rm -f "$W/bench-writes.json"
+"$GL" replay extract "$REPO/Captures/emulated/speaker-ota-mtu247.btsnoop" -o "$OUT/ota-script.json" > /dev/null 2>&1 || true
+python3 "$REPO/Scripts/vm/bench-script.py" "$OUT/ota-script.json" "$BENCH_WRITES" "$W/bench-writes.json" \
+  || echo "vm-test: note: no benchmark script (see above); the round-trip figure will be missing"
+
+# 6. Boot. KVM only where the CPU has real virtualization and /dev/kvm opens; else TCG.
+if [ -z "${FORCE_TCG:-}" ] && grep -qwE 'vmx|svm' /proc/cpuinfo && [ -r /dev/kvm ] && [ -w /dev/kvm ]; then
+  ACCEL="-accel kvm -cpu host"; ACCEL_NAME=kvm
+else
+  ACCEL="-accel tcg,thread=multi -cpu max"; ACCEL_NAME=tcg
+fi
+echo "vm-test: booting ($ACCEL_NAME, timeout ${VM_TIMEOUT} s); console in $OUT/console.log"
+T_VM=$(date +%s.%N)
+# -no-reboot with the guest's sysrq power-off ends qemu; timeout (then KILL) ends a hung guest.
+timeout -k 10 "$VM_TIMEOUT" qemu-system-x86_64 $ACCEL -smp 2 -m 1G -nographic -no-reboot -nodefaults \
+  -serial stdio -machine q35 \
+  -kernel "$KROOT/boot/vmlinuz-$KVER" -initrd "$INITRD" \
+  -fsdev local,id=root,path=/,security_model=none,readonly=on,multidevs=remap \
+  -device virtio-9p-pci,fsdev=root,mount_tag=hostroot \
+  -fsdev local,id=out,path="$OUT",security_model=none,multidevs=remap \
+  -device virtio-9p-pci,fsdev=out,mount_tag=out \
+  -append "console=ttyS0 quiet loglevel=3 panic=-1 rdinit=/init gvm.work=$W gvm.repo=$REPO gvm.kroot=$KROOT" \
+  < /dev/null > "$OUT/console.log" 2>&1
+QEMU_RC=$?
+VM_SECONDS=$(elapsed "$T_VM")
+tr -d '\r' < "$OUT/console.log" | grep -E '^\[guest|FAIL|initramfs' | sed 's/^/  /'
+[ "$QEMU_RC" = 124 ] || [ "$QEMU_RC" = 137 ] && fail "the VM did not finish within $VM_TIMEOUT s (killed); console: $OUT/console.log"
+status() { sed -n "s/^$1=//p" "$OUT/guest-status" 2>/dev/null | tail -1; }
+[ "$(status guest_done)" = 1 ] || die "the guest did not finish its run (qemu status $QEMU_RC): $(status fail)"
+pass "VM run: $ACCEL_NAME, $VM_SECONDS s (guest script started at $(status boot_uptime) s uptime; controllers after $(status controller_tries) tries: central $(status central), peripheral $(status peripheral))"
+
+# 7. Checks on the host.
+exec 3>&1
+python3 "$REPO/Scripts/vm/check.py" --gattlab "$GL" --out "$OUT" \
+  --replay-rc "$(status replay_rc)" --replay-seconds "$(status replay_seconds)" \
+  --bench-rc "$(status bench_rc)" --bench-writes "$BENCH_WRITES" || FAILS=$((FAILS + $?))
+
+if [ "$FAILS" = 0 ]; then
+  echo "vm-test: PASSED in $(elapsed "$T_START") s (VM $VM_SECONDS s); logs and captures in $OUT"
+else
+  echo "vm-test: FAILED ($FAILS checks) after $(elapsed "$T_START") s; logs and captures in $OUT"
+  exit 1
+fi
