@@ -16,18 +16,12 @@ let attChannelID: UInt16 = 4
 public final class BlueZBearer: TimedATTBearer, @unchecked Sendable {
     /// The local controller and the remote device of this link.
     public let peer: BlueZTarget
-    private let fd: Int32
-    private let readQueue = DispatchQueue(label: "gattlab.bluez-bearer.read")
-    private let writeQueue = DispatchQueue(label: "gattlab.bluez-bearer.write")
-    private let lock = NSLock()
-    private var closed = false
+    private let socket: SeqPacketSocket
 
     init(fd: Int32, peer: BlueZTarget) {
-        self.fd = fd
+        socket = SeqPacketSocket(fd: fd, label: "bluez-bearer")
         self.peer = peer
     }
-
-    deinit { closeDescriptor() }
 
     /// Connects to `target` as a central. `security` is asked of the kernel before connecting, so
     /// it pairs or encrypts as needed before the first PDU. Gives up after `microseconds` (an LE
@@ -62,49 +56,27 @@ public final class BlueZBearer: TimedATTBearer, @unchecked Sendable {
 
     /// How long a send waits for room (no credits: the peer stopped reading) before it fails with
     /// `.closed`, so a vanished central cannot hang a peripheral serving it.
-    public func setSendTimeout(_ microseconds: Int64) {
-        lock.lock(); defer { lock.unlock() }
-        guard !closed else { return }
-        let t = max(1, microseconds)
-        var timeout = timeval(tv_sec: Int(t / 1_000_000), tv_usec: Int(t % 1_000_000))
-        _ = setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-    }
+    public func setSendTimeout(_ microseconds: Int64) { socket.setSendTimeout(microseconds) }
 
     /// Asks the kernel for a higher security level on the live link: it pairs (or encrypts with a
     /// stored key) before the next PDU goes out, as BlueZ's own GATT client does on an
     /// Insufficient Authentication or Encryption error.
     public func raiseSecurity(to level: BlueZSecurity) throws(BearerError) {
-        lock.lock(); defer { lock.unlock() }
-        guard !closed else { throw .closed }
         var wanted = bt_security(level: level.level, key_size: 0)
-        guard setsockopt(fd, SOL_BLUETOOTH, BT_SECURITY, &wanted, socklen_t(MemoryLayout<bt_security>.size)) == 0 else {
-            throw socketError(errno, "cannot raise the link's security to \(level.rawValue)")
-        }
+        let rc = socket.withOpenDescriptor { setsockopt($0, SOL_BLUETOOTH, BT_SECURITY, &wanted, socklen_t(MemoryLayout<bt_security>.size)) }
+        guard let rc else { throw .closed }
+        guard rc == 0 else { throw socketError(errno, "cannot raise the link's security to \(level.rawValue)") }
     }
 
     /// The security level the kernel reports for the link now; nil once closed.
     public var securityLevel: BlueZSecurity? {
-        lock.lock(); defer { lock.unlock() }
-        guard !closed else { return nil }
         var value = bt_security()
         var length = socklen_t(MemoryLayout<bt_security>.size)
-        guard getsockopt(fd, SOL_BLUETOOTH, BT_SECURITY, &value, &length) == 0 else { return nil }
+        guard socket.withOpenDescriptor({ getsockopt($0, SOL_BLUETOOTH, BT_SECURITY, &value, &length) }) == 0 else { return nil }
         return BlueZSecurity(level: value.level)
     }
 
-    public func send(_ pdu: [UInt8]) async throws(BearerError) {
-        guard pdu.count <= maxBearerPDU else { throw .tooLarge(pdu.count) }
-        let fd = self.fd
-        // A send can block (no credits while the peer is slow): run it on the write queue, not the pool.
-        let sent: Bool = await withCheckedContinuation { continuation in
-            writeQueue.async { [weak self] in
-                guard let self, !self.isClosed else { return continuation.resume(returning: false) }
-                let n = pdu.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-                continuation.resume(returning: n == pdu.count)
-            }
-        }
-        guard sent else { throw .closed }
-    }
+    public func send(_ pdu: [UInt8]) async throws(BearerError) { try await socket.send(pdu) }
 
     public func receive() async throws(BearerError) -> [UInt8] {
         while true {
@@ -113,45 +85,17 @@ public final class BlueZBearer: TimedATTBearer, @unchecked Sendable {
     }
 
     public func receive(within microseconds: Int64) async throws(BearerError) -> [UInt8]? {
-        let fd = self.fd
-        let result: Result<[UInt8]?, BearerError> = await withCheckedContinuation { continuation in
-            readQueue.async { [weak self] in
-                guard let self, !self.isClosed else { return continuation.resume(returning: .failure(.closed)) }
-                continuation.resume(returning: receiveMessage(fd, within: microseconds))
-            }
-        }
-        return try result.get()
+        try await socket.receive(within: microseconds)
     }
 
-    public func now() async -> Int64 {
-        var t = timespec()
-        clock_gettime(CLOCK_REALTIME, &t)
-        return Int64(t.tv_sec) * 1_000_000 + Int64(t.tv_nsec) / 1000
-    }
+    public func now() async -> Int64 { SeqPacketSocket.now() }
 
     public func wait(_ microseconds: Int64) async throws(BearerError) {
-        guard !isClosed else { throw .closed }
+        guard !socket.isClosed else { throw .closed }
         try? await Task.sleep(nanoseconds: UInt64(max(0, microseconds)) * 1000)
     }
 
-    public func close() async { closeDescriptor() }
-
-    private var isClosed: Bool {
-        lock.lock(); defer { lock.unlock() }
-        return closed
-    }
-
-    private func closeDescriptor() {
-        lock.lock(); defer { lock.unlock() }
-        guard !closed else { return }
-        closed = true
-        // shutdown wakes a read or send in progress; the descriptor is closed only after them (both
-        // queues drained), so its number cannot be reused under them.
-        shutdown(fd, Int32(SHUT_RDWR))
-        let fd = self.fd
-        let writeQueue = self.writeQueue
-        readQueue.async { writeQueue.async { _ = Glibc.close(fd) } }
-    }
+    public func close() async { socket.close() }
 }
 
 /// A listening L2CAP socket on the ATT channel of a local controller: a peripheral (the emulator
@@ -329,19 +273,6 @@ func waitFor(_ fd: Int32, events: Int32, within microseconds: Int64) -> (ready: 
     }
 }
 
-/// One whole message, nil when none arrives in time, `.closed` when the link is gone.
-func receiveMessage(_ fd: Int32, within microseconds: Int64) -> Result<[UInt8]?, BearerError> {
-    let wait = waitFor(fd, events: POLLIN, within: microseconds)
-    guard wait.ready else { return .success(nil) }
-    var buffer = [UInt8](repeating: 0, count: maxBearerPDU + 1)
-    let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-    // 0 is an empty message, or the peer's close when poll also says it hung up.
-    if n == 0, wait.revents & Int16(POLLHUP) == 0 { return .success([]) }
-    guard n > 0 else { return .failure(.closed) }
-    // A message longer than any SDU was cut by recv: refuse it.
-    guard n <= maxBearerPDU else { return .failure(.tooLarge(n)) }
-    return .success(Array(buffer.prefix(n)))
-}
 
 
 // MARK: - Errors for people

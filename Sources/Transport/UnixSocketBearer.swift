@@ -15,13 +15,10 @@ import Glibc
 /// cooperative thread waits on the socket. Reads use `poll` with a timeout, which gives the
 /// timed receive an ATT client needs (the 30 s transaction timeout).
 public final class UnixSocketBearer: TimedATTBearer, @unchecked Sendable {
-    private let fd: Int32
-    private let readQueue = DispatchQueue(label: "gattlab.unix-bearer.read")
-    private let lock = NSLock()
-    private var closed = false
+    private let socket: SeqPacketSocket
 
     init(fd: Int32) {
-        self.fd = fd
+        socket = SeqPacketSocket(fd: fd, label: "unix-bearer")
         // A peer that vanished must end a send with an error, not kill the process.
         var on: Int32 = 1
         _ = setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, socklen_t(MemoryLayout<Int32>.size))
@@ -30,17 +27,11 @@ public final class UnixSocketBearer: TimedATTBearer, @unchecked Sendable {
 
     /// How long a send waits for room when the peer stops reading (its queue is full) before
     /// it fails with `.closed`: a client that never reads must not hang an emulator forever.
-    public func setSendTimeout(_ microseconds: Int64) {
-        let t = max(1, microseconds)
-        var timeout = timeval(tv_sec: Int(t / 1_000_000), tv_usec: Int(t % 1_000_000))
-        _ = setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-    }
-
-    deinit { closeDescriptor() }
+    public func setSendTimeout(_ microseconds: Int64) { socket.setSendTimeout(microseconds) }
 
     /// Connects to a listening emulator.
     public static func connect(path: String) throws(BearerError) -> UnixSocketBearer {
-        let fd = socket(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue), 0)
+        let fd = Glibc.socket(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue), 0)
         guard fd >= 0 else { throw .failed("socket: \(String(cString: strerror(errno)))") }
         var address = try UnixSocketAddress(path)
         let rc = address.withSockaddr { Glibc.connect(fd, $0, $1) }
@@ -52,12 +43,7 @@ public final class UnixSocketBearer: TimedATTBearer, @unchecked Sendable {
         return UnixSocketBearer(fd: fd)
     }
 
-    public func send(_ pdu: [UInt8]) async throws(BearerError) {
-        guard pdu.count <= maxBearerPDU else { throw .tooLarge(pdu.count) }
-        guard !isClosed else { throw .closed }
-        let sent = pdu.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-        guard sent == pdu.count else { throw .closed }
-    }
+    public func send(_ pdu: [UInt8]) async throws(BearerError) { try await socket.send(pdu) }
 
     public func receive() async throws(BearerError) -> [UInt8] {
         while true {
@@ -66,24 +52,7 @@ public final class UnixSocketBearer: TimedATTBearer, @unchecked Sendable {
     }
 
     public func receive(within microseconds: Int64) async throws(BearerError) -> [UInt8]? {
-        let fd = self.fd
-        let result: Result<[UInt8]?, BearerError> = await withCheckedContinuation { continuation in
-            readQueue.async { [weak self] in
-                guard let self, !self.isClosed else { return continuation.resume(returning: .failure(.closed)) }
-                guard let revents = waitReadable(fd, within: microseconds) else { return continuation.resume(returning: .failure(.closed)) }
-                if revents == 0 { return continuation.resume(returning: .success(nil)) }
-                var buffer = [UInt8](repeating: 0, count: maxBearerPDU + 1)
-                let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-                // 0 is an empty message, or the peer's close when poll also says it hung up.
-                if n == 0, revents & Int16(POLLHUP) == 0 { return continuation.resume(returning: .success([])) }
-                guard n > 0 else { return continuation.resume(returning: .failure(.closed)) }
-                // A message longer than any SDU was cut by recv: refuse it (the rest of it is
-                // gone; the next receive gets the next message).
-                guard n <= maxBearerPDU else { return continuation.resume(returning: .failure(.tooLarge(n))) }
-                continuation.resume(returning: .success(Array(buffer.prefix(n))))
-            }
-        }
-        return try result.get()
+        try await socket.receive(within: microseconds)
     }
 
     /// The control message that says "the link is now encrypted"; see `encryptionControlMessage`.
@@ -101,31 +70,14 @@ public final class UnixSocketBearer: TimedATTBearer, @unchecked Sendable {
     public static let controlMessagePrefix: UInt8 = 0x00
     public static let encryptionControlMessage: [UInt8] = [controlMessagePrefix] + Array("encrypt".utf8)
 
-    public func now() async -> Int64 {
-        var t = timespec()
-        clock_gettime(CLOCK_REALTIME, &t)
-        return Int64(t.tv_sec) * 1_000_000 + Int64(t.tv_nsec) / 1000
-    }
+    public func now() async -> Int64 { SeqPacketSocket.now() }
 
     public func wait(_ microseconds: Int64) async throws(BearerError) {
-        guard !isClosed else { throw .closed }
+        guard !socket.isClosed else { throw .closed }
         try? await Task.sleep(nanoseconds: UInt64(max(0, microseconds)) * 1000)
     }
 
-    public func close() async { closeDescriptor() }
-
-    private var isClosed: Bool {
-        lock.lock(); defer { lock.unlock() }
-        return closed
-    }
-
-    private func closeDescriptor() {
-        lock.lock(); defer { lock.unlock() }
-        guard !closed else { return }
-        closed = true
-        shutdown(fd, Int32(SHUT_RDWR))
-        Glibc.close(fd)
-    }
+    public func close() async { socket.close() }
 }
 
 /// A listening Unix-domain SEQPACKET socket: an emulator waits here for one client after another.
