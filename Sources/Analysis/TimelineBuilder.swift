@@ -42,6 +42,10 @@ public final class TimelineBuilder {
         var lastProgressChange: (time: Int64, frame: Int, percent: Int)?
     }
 
+    /// Called with each event as it is added, for live output (`gattlab capture --live --timeline`).
+    /// Events come in the order they are found: a gap is told when the silence ends.
+    public var onEvent: ((TimelineEvent) -> Void)?
+
     public init(source: String, format: String) {
         timeline = Timeline(source: source, format: format, records: 0)
     }
@@ -62,6 +66,7 @@ public final class TimelineBuilder {
     static func clamp(_ t: Int64) -> Int64 { min(max(t, -(1 << 61)), 1 << 61) }
 
     private func add(_ e: TimelineEvent) {
+        onEvent?(e)
         guard timeline.events.count < Self.maxEvents else {
             timeline.droppedEvents += 1
             return

@@ -36,6 +36,9 @@ public final class CaptureWriter {
     /// Records the format could not hold (text notes into H4, link-layer packets), counted not lost silently.
     public private(set) var skipped = 0
     public private(set) var written = 0
+    /// Bytes the file holds so far (header included, buffered records too): what a ring buffer
+    /// of captures measures against its size limit.
+    public private(set) var bytes: Int64 = 0
     private let temporaryPath: String
     private var sink: Sink
     private var scratch: [UInt8] = []
@@ -78,6 +81,7 @@ public final class CaptureWriter {
             header.appendBE(UInt32(1))
             header.appendBE(UInt32(format == .btsnoopH4 ? 1002 : 2001))
             header.reserveCapacity(1 << 20)
+            bytes = Int64(header.count)
             sink = .btsnoop(fd: fd, buffer: header)
         case .pcapH4, .pcapMonitor:
             let dlt: Int32 = format == .pcapH4 ? 201 : 254
@@ -90,6 +94,17 @@ public final class CaptureWriter {
                 throw CaptureError(.cannotWrite, path: path, message)
             }
             sink = .pcap(dead: dead, dumper: dumper)
+            bytes = 24  // pcap's file header
+        }
+    }
+
+    /// The bytes `write` adds to the file for a record it accepts: a ring buffer rotates before a
+    /// record would take the file past its limit.
+    public func encodedSize(of record: CaptureRecord) -> Int {
+        let pseudoHeader = format.keepsControllers ? 4 : (format == .pcapH4 ? 5 : 1)
+        switch format {
+        case .btsnoopH4, .btsnoopMonitor: return 24 + (format.keepsControllers ? 0 : 1) + record.data.count
+        case .pcapH4, .pcapMonitor: return 16 + pseudoHeader + record.data.count
         }
     }
 
@@ -162,7 +177,24 @@ public final class CaptureWriter {
             }
         }
         written += 1
+        bytes += Int64(encodedSize(of: record))
         return true
+    }
+
+    /// Pushes buffered records to the temporary file, so a live capture that is killed outright
+    /// (SIGKILL, power loss) still leaves them on disk beside the target.
+    public func flush() throws(CaptureError) {
+        guard !finished, !closed else { return }
+        switch sink {
+        case .btsnoop(let fd, var buffer):
+            sink = .btsnoop(fd: fd, buffer: [])
+            defer { sink = .btsnoop(fd: fd, buffer: buffer) }
+            try flush(fd: fd, &buffer)
+        case .pcap(_, let dumper):
+            if pcap_dump_flush(dumper) != 0 {
+                throw CaptureError(.cannotWrite, path: path, "writing failed (disk full?)")
+            }
+        }
     }
 
     private func flush(fd: Int32, _ buffer: inout [UInt8]) throws(CaptureError) {

@@ -13,12 +13,15 @@ public enum ExitStatus: Int32, CaseIterable {
     case badInput = 65
     /// An input could not be opened.
     case noInput = 66
-    /// The target of a replay failed: it could not be reached, it hung up, or it stopped answering.
+    /// The target of a replay failed (it could not be reached, it hung up, or it stopped
+    /// answering), or live capture has no Bluetooth here (no kernel support, no btmon).
     case unavailable = 69
     /// GATTLab could not complete the job safely (a redacted file failed its own checks).
     case software = 70
     /// An output could not be created (exists without --force, no permission).
     case cannotCreate = 73
+    /// Not allowed to use a system resource: the Bluetooth monitor needs root or CAP_NET_RAW.
+    case noPermission = 77
 
     var exitCode: ExitCode { ExitCode(rawValue) }
 
@@ -40,8 +43,9 @@ public enum ExitStatus: Int32, CaseIterable {
             case .noInput: 3
             case .software: 4
             case .unavailable: 5
-            case .cannotCreate: 6
-            case .usage: 7
+            case .noPermission: 6
+            case .cannotCreate: 7
+            case .usage: 8
             }
         }
         return rank(other) > rank(self) ? other : self
