@@ -314,7 +314,8 @@ final class SocketEmulatorTests: XCTestCase {
     static func sendRaw(_ bytes: [UInt8], on bearer: UnixSocketBearer) throws {
         // The bearer's descriptor is private; a second connection would be another client, so
         // find the descriptor through the bearer's mirror.
-        guard let fd = Mirror(reflecting: bearer).children.first(where: { $0.label == "fd" })?.value as? Int32 else {
+        guard let socket = Mirror(reflecting: bearer).children.first(where: { $0.label == "socket" })?.value,
+              let fd = Mirror(reflecting: socket).children.first(where: { $0.label == "fd" })?.value as? Int32 else {
             throw XCTSkip("no descriptor to send an over-long message on")
         }
         var size: Int32 = 1 << 20
