@@ -61,7 +61,8 @@ else:
                       + "; ".join(s.get("differences", []) + s.get("observed", [])))
 
 # 2. tshark reads both captures; 3. they agree on the ATT layer record for record.
-caps = {"btmon": os.path.join(out, "btmon.btsnoop"), "tcpdump": os.path.join(out, "monitor.pcap")}
+caps = {"btmon": os.path.join(out, "btmon.btsnoop"), "tcpdump": os.path.join(out, "monitor.pcap"),
+        "gattlab capture": os.path.join(out, "gattlab-capture.btsnoop")}
 fields = ["hci_mon.adapter_id", "hci_mon.opcode", "btatt.opcode", "btatt.handle", "btatt.value"]
 att, totals = {}, {}
 for name, path in caps.items():
@@ -75,35 +76,38 @@ for name, path in caps.items():
         continue
     totals[name] = len(so.splitlines())
     att[name] = so2.splitlines()
-if len(att) == 2:
-    ok(f"tshark reads both captures: btmon {totals['btmon']} records ({len(att['btmon'])} ATT), "
-       f"tcpdump {totals['tcpdump']} records ({len(att['tcpdump'])} ATT)")
-    b, t = att["btmon"], att["tcpdump"]
-    same = sum(1 for x, y in zip(b, t) if x == y)
-    if b == t and b:
-        ok(f"btmon and tcpdump agree on the ATT layer record for record: {same} of {len(b)} ATT PDUs identical "
-           f"(adapter, monitor opcode, ATT opcode, handle, value); all records: {totals['btmon']} vs {totals['tcpdump']}")
-    else:
-        first = next((i for i, (x, y) in enumerate(zip(b, t)) if x != y), min(len(b), len(t)))
-        bad(f"btmon and tcpdump differ on the ATT layer: {len(b)} vs {len(t)} ATT PDUs, {same} identical, first "
-            f"difference at ATT PDU {first + 1}: {b[first] if first < len(b) else '-'} | {t[first] if first < len(t) else '-'}")
+if len(att) == len(caps):
+    ok("tshark reads every capture: " + ", ".join(f"{n} {totals[n]} records ({len(att[n])} ATT)" for n in caps))
+    b = att["btmon"]
+    for other in ["tcpdump", "gattlab capture"]:
+        t = att[other]
+        same = sum(1 for x, y in zip(b, t) if x == y)
+        if b == t and b:
+            ok(f"btmon and {other} agree on the ATT layer record for record: {same} of {len(b)} ATT PDUs identical "
+               f"(adapter, monitor opcode, ATT opcode, handle, value); all records: {totals['btmon']} vs {totals[other]}")
+        else:
+            first = next((i for i, (x, y) in enumerate(zip(b, t)) if x != y), min(len(b), len(t)))
+            bad(f"btmon and {other} differ on the ATT layer: {len(b)} vs {len(t)} ATT PDUs, {same} identical, first "
+                f"difference at ATT PDU {first + 1}: {b[first] if first < len(b) else '-'} | {t[first] if first < len(t) else '-'}")
     # Both controllers are in the capture: each PDU once sent (monitor opcode 4, ACL TX) and once received (5).
     tx = sum(1 for line in b if line.split("\t")[1:2] == ["4"])
     rx = sum(1 for line in b if line.split("\t")[1:2] == ["5"])
     print(f"    ATT PDUs in the btmon capture: {tx} sent, {rx} received (two controllers: each PDU appears once each way)")
 
-# 4. gattlab's timeline of the btmon capture shows the OTA to SUCCESS.
-cap = caps["btmon"]
-if os.path.exists(cap):
+# 4. gattlab's timeline of the btmon capture, and of its own capture, shows the OTA to SUCCESS.
+for name in ["btmon", "gattlab capture"]:
+    cap = caps[name]
+    if not os.path.exists(cap):
+        continue
     rc, so, se = run([a.gattlab, "timeline", cap])
-    with open(os.path.join(out, "timeline.txt"), "w") as f:
+    with open(os.path.join(out, f"timeline-{name.replace(' ', '-')}.txt"), "w") as f:
         f.write(so + se)
     lines = [l for l in so.splitlines() if "SUCCESS" in l]
     if rc in (0, 1) and lines:
-        ok(f"gattlab timeline of the btmon capture shows the OTA to SUCCESS ({len(so.splitlines())} lines; "
+        ok(f"gattlab timeline of {name}'s file shows the OTA to SUCCESS ({len(so.splitlines())} lines; "
            f"first: {lines[0].strip()[:100]})")
     else:
-        bad(f"gattlab timeline of the btmon capture (exit {rc}) shows no SUCCESS; see {out}/timeline.txt: "
+        bad(f"gattlab timeline of {name}'s file (exit {rc}) shows no SUCCESS; see {out}: "
             + (se.strip().splitlines() or ["-"])[-1])
 
 # 5. Write round trips between the two controllers.

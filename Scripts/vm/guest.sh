@@ -2,7 +2,7 @@
 # PID 1 inside the VM (Scripts/vm/vm-test.sh boots it): two linked virtual LE controllers
 # (btvirt), the emulated speaker as a real peripheral on one (`gattlab emulate --hci`), a replay
 # of a recorded OTA from the other (`gattlab replay run --target bluez:`), a write round-trip
-# benchmark, all captured by btmon and by tcpdump on bluetooth-monitor. Results go to
+# benchmark, all captured by btmon, by tcpdump on bluetooth-monitor and by gattlab capture. Results go to
 # $WORK/out (shared with the host); the host checks them. Always powers the VM off.
 WORK=$1 REPO=$2 KROOT=$3
 OUT=$WORK/out
@@ -55,6 +55,8 @@ say "modules: $(lsmod | awk '$1 ~ /^(bluetooth|hci_vhci)$/ {printf "%s ", $1}')"
 echo 16777216 > /proc/sys/net/core/rmem_max; echo 16777216 > /proc/sys/net/core/rmem_default
 btmon -w "$OUT/btmon.btsnoop" > /run/btmon.log 2>&1 & PIDS_CAPTURE="$!"
 tcpdump -U -Z root -i bluetooth-monitor -w "$OUT/monitor.pcap" > "$OUT/tcpdump.log" 2>&1 & PIDS_CAPTURE="$PIDS_CAPTURE $!"
+# And gattlab's own live capture (libpcap's bluetooth-monitor device), checked against both.
+"$GATTLAB" capture -o "$OUT/gattlab-capture.btsnoop" --force > "$OUT/gattlab-capture.log" 2>&1 & PIDS_CAPTURE="$PIDS_CAPTURE $!"
 sleep 1
 
 # hci_vhci creates a default controller of its own when the opener of /dev/vhci does not
