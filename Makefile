@@ -3,13 +3,19 @@
 #   make test   the same set-up, then every test (tshark conformance included)
 # Other targets: make build, make bench (release build, GATTLab vs tshark), make clean,
 #   make vm-test (a real kernel BlueZ link in a qemu VM: emulate --hci, replay over bluez:, captures; Scripts/vm/).
+#   make fuzz TARGET=status TIME=60 [QUIRKS=ssid-overflow]   one libFuzzer target (ASan) on Corpus/TARGET
+#   make fuzz-smoke   every fuzz target briefly, then fuzz-status under libFuzzer (CI runs it after make test)
 
 SWIFT ?= swift
 APT_PACKAGES := libpcap-dev libbluetooth-dev tshark python3 python3-jsonschema chromium
 DEMO := Captures/speaker-ota-demo.btsnoop
 GATTLAB := .build/debug/gattlab
 
-.PHONY: all setup build demo test bench clean vm-test
+TARGET ?= status
+TIME ?= 60
+QUIRKS ?=
+
+.PHONY: all setup build demo test bench clean fuzz fuzz-smoke vm-test
 
 all: build
 
@@ -52,6 +58,13 @@ test: setup
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 
+# libFuzzer and ASan come with the Swift toolchain (clang's runtime in /opt/swift): no package needed.
+fuzz: build
+	GATTLAB_FUZZ_QUIRKS=$(QUIRKS) Scripts/libfuzzer.sh $(TARGET) $(TIME)
+
+fuzz-smoke: build
+	Scripts/fuzz-smoke.sh
+
 bench: setup
 	$(SWIFT) build -c release --product gattlab
 	python3 Benchmarks/bench.py --gattlab .build/release/gattlab
@@ -62,4 +75,4 @@ vm-test:
 	bash Scripts/vm/vm-test.sh
 
 clean:
-	rm -rf .build bench-out
+	rm -rf .build .build-fuzz bench-out

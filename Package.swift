@@ -11,13 +11,22 @@ let strict: [SwiftSetting] = [
     .unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release)),
 ]
 
+// libFuzzer executables, one per in-process fuzz target: product fuzz-<name>, target Fuzz<Folder>
+// in Sources/FuzzTargets/<Folder>/ (make fuzz builds one with the fuzzer runtime and ASan; the
+// normal build makes each a standalone driver that runs files once).
+let libFuzzerTargets: [(name: String, folder: String)] = [
+    ("status", "Status"), ("credentials", "Credentials"), ("url", "URL"), ("control", "Control"), ("scan", "Scan"),
+    ("att", "ATT"), ("nrf7", "NRF7"), ("esp", "ESP"), ("capture", "Capture"), ("timeline", "Timeline"),
+    ("device-speaker", "DeviceSpeaker"), ("device-sensor", "DeviceSensor"),
+]
+
 let package = Package(
     name: "GATTLab",
     platforms: [.macOS(.v13)],
     products: [
         .executable(name: "gattlab", targets: ["gattlab"]),
         .library(name: "GATTLab", targets: ["Capture", "HCI", "ATT", "GATT", "Profiles", "Analysis", "Report", "Redact", "Transport", "Emulator", "Replay", "Fuzz"]),
-    ],
+    ] + libFuzzerTargets.map { .executable(name: "fuzz-\($0.name)", targets: ["Fuzz\($0.folder)"]) },
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         // Runtime for the generated nRF7 and ESP-IDF provisioning messages (code generated once, committed).
@@ -88,7 +97,9 @@ let package = Package(
         .testTarget(name: "RedactTests", dependencies: ["Redact", "Analysis", "Emulator", "Profiles", "GATT", "ATT", "HCI", "Capture", "TestSupport"]),
         .testTarget(name: "ReplayTests", dependencies: ["Replay", "Emulator", "Transport", "Profiles", "GATT", "ATT", "Capture", "TestSupport"]),
         .testTarget(name: "FuzzTests", dependencies: ["Fuzz", "Emulator", "Profiles", "ATT", "Capture", "TestSupport"]),
-        .testTarget(name: "GATTLabCLITests", dependencies: ["GATTLabCLI", "GATT", "Capture", "Emulator", "TestSupport"], exclude: ["Fixtures"]),
-    ],
+        .testTarget(name: "GATTLabCLITests", dependencies: ["GATTLabCLI", "GATT", "Capture", "Emulator", "Fuzz", "TestSupport"], exclude: ["Fixtures"]),
+    ] + libFuzzerTargets.map {
+        .executableTarget(name: "Fuzz\($0.folder)", dependencies: ["Fuzz"], path: "Sources/FuzzTargets/\($0.folder)", swiftSettings: strict)
+    },
     swiftLanguageModes: [.v6]
 )

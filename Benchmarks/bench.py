@@ -16,11 +16,21 @@ Issue 4: `gattlab timeline` on a folder of many captures (the real captures and 
 linked several times over): captures/s on one core (--jobs 1) and on all cores, the speed-up,
 and tshark reading the same files for the link story (one process per file, serial and with
 xargs -P on all cores) side by side.
+
+Issue 7 (--fuzz-only): fuzzing speed. Executions per second of every in-process target in the
+release build without sanitizers (aims: status >= 1M/s, scan >= 200k/s); fuzz-status and
+fuzz-scan under libFuzzer with ASan (Scripts/libfuzzer.sh's build, libFuzzer's own exec/s); and
+ATT operations per second against an emulator process over unix: (Read Requests of the device
+name, handle 0x0003, one at a time; aim >= 20k/s).
 """
 import argparse
 import json
 import os
+import re
+import shutil
+import socket
 import struct
+import tempfile
 import subprocess
 import sys
 import time
@@ -92,9 +102,14 @@ def main():
     ap.add_argument("--copies", type=int, default=4, help="times each capture appears in the timeline folder")
     ap.add_argument("--replay-only", action="store_true", help="only the replay sessions/s benchmark")
     ap.add_argument("--sessions", type=int, default=2000, help="sessions replayed in-process (a tenth of it over unix:)")
+    ap.add_argument("--fuzz-only", action="store_true", help="only the fuzzing exec/s and emulator ATT op/s benchmark")
+    ap.add_argument("--fuzz-seconds", type=float, default=3.0, help="about how long each fuzz measurement runs")
     args = ap.parse_args()
 
     os.makedirs(args.out, exist_ok=True)
+    if args.fuzz_only:
+        fuzz_speed(args)
+        return
     if args.replay_only:
         replay_sessions(args)
         return
@@ -148,6 +163,111 @@ def main():
     print("\n" + "; ".join(verdicts))
     timeline_folder(args)
     replay_sessions(args)
+    fuzz_speed(args)
+
+
+def fuzz_speed(args):
+    """Issue 7: exec/s in-process and under libFuzzer+ASan, and ATT op/s of the emulator over unix:."""
+    targets = [line.split()[0] for line in subprocess.run([args.gattlab, "fuzz", "list"], capture_output=True,
+                                                          text=True, check=True).stdout.splitlines() if line.strip()]
+    rows = []
+    scratch = tempfile.mkdtemp(prefix="gattlab-bench-fuzz-")
+    try:
+        for t in targets:
+            # A short calibration run, then one of about --fuzz-seconds.
+            runs = 2000
+            while True:
+                corpus = os.path.join(scratch, t, str(runs))
+                argv = [args.gattlab, "fuzz", t, "--runs", str(runs), "--format", "json", "--quiet", "--seed", "1",
+                        "--corpus", corpus, "--findings", os.path.join(scratch, "findings")]
+                seed = os.path.join(ROOT, "Corpus", t)
+                if os.path.isdir(seed):
+                    shutil.copytree(seed, corpus, dirs_exist_ok=True)
+                out = subprocess.run(argv, capture_output=True, text=True)
+                if out.returncode not in (0, 1):
+                    sys.exit(f"{' '.join(argv)} failed ({out.returncode}): {out.stderr[-500:]}")
+                summary = json.loads(out.stdout)
+                if summary["seconds"] >= args.fuzz_seconds / 3 or runs >= 50_000_000:
+                    break
+                runs = int(runs * max(2.0, args.fuzz_seconds / max(summary["seconds"], 1e-3)))
+            print(f"fuzz {t}: {summary['execsPerSecond']:,.0f} exec/s", file=sys.stderr)
+            rows.append((f"gattlab fuzz {t} (in-process, release)", summary["runs"], summary["seconds"],
+                         summary["execsPerSecond"], len(summary["findings"])))
+        for t in ("status", "scan"):
+            print(f"libFuzzer fuzz-{t} (ASan) ...", file=sys.stderr)
+            rate, runs, sec = libfuzzer_rate(args, t, scratch)
+            if rate is not None:
+                rows.append((f"fuzz-{t} under libFuzzer + ASan", runs, sec, rate, 0))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    aims = {"status": 1_000_000, "scan": 200_000}
+    print("\n| fuzz target | runs | seconds | exec/s | aim |")
+    print("|---|---:|---:|---:|---|")
+    for name, runs, sec, rate, _ in rows:
+        t = name.split()[2] if name.startswith("gattlab fuzz") else None
+        aim = f">= {aims[t]:,}" if t in aims and "in-process" in name else ""
+        print(f"| {name} | {runs:,} | {sec:.2f} | {rate:,.0f} | {aim} |")
+    att = emulator_att_ops(args)
+    print("\n| emulator over unix: | requests | seconds | ATT op/s | aim |")
+    print("|---|---:|---:|---:|---|")
+    print(f"| Read Request 0x0003 (device name), one at a time | {att[0]:,} | {att[1]:.2f} | {att[0] / att[1]:,.0f} | >= 20,000 |")
+    with open(os.path.join(args.out, "fuzz-results.json"), "w") as f:
+        json.dump({"targets": [{"case": r[0], "runs": r[1], "seconds": r[2], "execs_per_s": r[3]} for r in rows],
+                   "emulator_att_ops_per_s": att[0] / att[1]}, f, indent=2)
+
+
+def libfuzzer_rate(args, target, scratch):
+    """Builds and runs fuzz-TARGET with libFuzzer and ASan; its last `exec/s:` figure."""
+    env = dict(os.environ, GATTLAB=args.gattlab)
+    out_dir = os.path.join(scratch, "libfuzzer-" + target)
+    seconds = max(3, int(round(args.fuzz_seconds)))
+    p = subprocess.run([os.path.join(ROOT, "Scripts", "libfuzzer.sh"), target, str(seconds), out_dir],
+                       capture_output=True, text=True, env=env, cwd=ROOT)
+    text = p.stdout + p.stderr
+    if p.returncode != 0:
+        print(f"fuzz-{target} under libFuzzer failed ({p.returncode}):\n{text[-1500:]}", file=sys.stderr)
+        return None, 0, 0
+    rates = re.findall(r"exec/s: (\d+)", text)
+    runs = re.findall(r"stat::number_of_executed_units: (\d+)", text)
+    done = re.findall(r"Done (\d+) runs in (\d+) second", text)
+    total = int(runs[-1]) if runs else (int(done[-1][0]) if done else 0)
+    return (int(rates[-1]) if rates else None), total, float(done[-1][1]) if done else float(seconds)
+
+
+def emulator_att_ops(args):
+    """Read Requests over AF_UNIX SOCK_SEQPACKET to `gattlab emulate speaker`, answer by answer."""
+    sock_path = os.path.join(tempfile.mkdtemp(prefix="gattlab-bench-emu-"), "emu.sock")
+    emulator = subprocess.Popen([args.gattlab, "emulate", "speaker", "--listen", f"unix:{sock_path}", "--quiet"],
+                                stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    try:
+        for _ in range(500):
+            if os.path.exists(sock_path):
+                break
+            time.sleep(0.01)
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        s.connect(sock_path)
+        request = bytes([0x0A, 0x03, 0x00])
+        s.send(request)
+        answer = s.recv(1024)
+        if not answer or answer[0] != 0x0B:
+            sys.exit(f"emulator answered {answer.hex()} to a Read Request of 0x0003")
+        n, start = 0, time.perf_counter()
+        deadline = start + args.fuzz_seconds
+        while True:
+            for _ in range(256):
+                s.send(request)
+                if s.recv(1024)[:1] != b"\x0b":
+                    sys.exit("emulator stopped answering Read Requests")
+            n += 256
+            now = time.perf_counter()
+            if now >= deadline:
+                break
+        s.close()
+        return n, now - start
+    finally:
+        emulator.terminate()
+        emulator.wait()
+        shutil.rmtree(os.path.dirname(sock_path), ignore_errors=True)
 
 
 def replay_sessions(args):

@@ -34,12 +34,29 @@ struct FuzzCommand: ParsableCommand {
 
     struct List: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "list", abstract: "List the fuzz targets.")
+
+        @Option(name: .long, help: "Output format: text, or json (name, summary, maxLength: the libFuzzer -max_len make fuzz passes).")
+        var format: OutputFormatOption = .text
+
         func run() throws {
+            if format == .json {
+                let rows = try FuzzTargets.names.map { name in
+                    let t = try FuzzTargets.named(name)
+                    return "{\"name\":\"\(t.name)\",\"summary\":\(Self.quoted(t.summary)),\"maxLength\":\(t.maxLength)}"
+                }
+                print("[" + rows.joined(separator: ",\n ") + "]")
+                return
+            }
             let width = FuzzTargets.names.map(\.count).max() ?? 0
             for name in FuzzTargets.names {
                 let t = try FuzzTargets.named(name)
                 print(name.padding(toLength: width + 2, withPad: " ", startingAt: 0) + t.summary)
             }
+        }
+
+        static func quoted(_ s: String) -> String {
+            let data = (try? JSONEncoder().encode(s)) ?? Data("\"\"".utf8)
+            return String(decoding: data, as: UTF8.self)
         }
     }
 

@@ -24,7 +24,7 @@ public struct GattlabCommand: ParsableCommand {
             """,
         version: "0.1.0",
         subcommands: [InfoCommand.self, DecodeCommand.self, TimelineCommand.self, AuditCommand.self, RedactCommand.self,
-                      ConvertCommand.self, EmulateCommand.self, ReplayCommand.self, FuzzCommand.self, CaptureCommand.self])
+                      ConvertCommand.self, EmulateCommand.self, ReplayCommand.self, FuzzCommand.self, CaptureCommand.self, CorpusCommand.self])
 
     public init() {}
 

@@ -1,0 +1,17 @@
+import Fuzz
+
+// libFuzzer target `url` (make fuzz TARGET=url); without the fuzzer build, a standalone driver.
+let target = LibFuzzerHarness.target("url")
+
+#if GATTLAB_LIBFUZZER
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
+    LibFuzzerHarness.runOne(target, start, count)
+    return 0
+}
+#else
+@main
+enum Driver {
+    static func main() { LibFuzzerHarness.standalone(target, arguments: Array(CommandLine.arguments.dropFirst())) }
+}
+#endif

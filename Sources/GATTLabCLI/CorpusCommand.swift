@@ -1,0 +1,280 @@
+import ArgumentParser
+import ATT
+import Capture
+import Foundation
+import Fuzz
+import GATT
+import HCI
+import Profiles
+import Redact
+
+/// `gattlab corpus`: seeds the fuzz corpora (Corpus/<target>/) from captures and keeps them small.
+struct CorpusCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "corpus",
+        abstract: "Seed the fuzz corpora from captures; minimize them.",
+        discussion: """
+            Corpus/<target>/ holds one file per input, named by a hash of its content (the layout \
+            of libFuzzer and of gattlab fuzz --corpus).
+
+            import decodes each capture and writes every distinct value of the speaker's status, \
+            credentials, URL and control characteristics, the sensor's scan responses (a chunk \
+            size byte, then the joined notifications), nRF7 and ESP-IDF provisioning values, the \
+            capture's ATT PDUs and the capture itself (64 KiB at most, for capture and timeline). \
+            Secrets never reach the corpus: the capture is first redacted as gattlab redact does \
+            (checked), and Wi-Fi passwords and URL credentials in values are overwritten with '*'.
+
+            minimize keeps the smallest inputs that together show every feature the target \
+            reports and removes the rest.
+
+            Examples:
+              gattlab corpus import Captures/emulated/*.btsnoop
+              gattlab corpus minimize scan
+            """,
+        subcommands: [Import.self, Minimize.self])
+
+    struct Import: ParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "import", abstract: "Add the values of captures to the corpora.")
+
+        @Argument(help: ArgumentHelp("Captures to import.", valueName: "capture"))
+        var captures: [String]
+
+        @Option(name: .long, help: ArgumentHelp("The corpora's root folder (one subfolder per target).", valueName: "dir"))
+        var corpus: String = "Corpus"
+
+        @Option(name: .customLong("max-att"), help: ArgumentHelp("At most this many distinct ATT PDUs per capture.", valueName: "n"))
+        var maxATT: Int = 48
+
+        func run() throws {
+            var added: [String: Int] = [:]
+            var skipped = 0
+            for path in captures {
+                let inputs: [String: [[UInt8]]]
+                do { inputs = try CorpusImporter.extract(path, maxATT: maxATT) } catch {
+                    printError("gattlab: warning: \(path): \(error); skipped")
+                    skipped += 1
+                    continue
+                }
+                var line: [String] = []
+                for folder in inputs.keys.sorted() {
+                    let dir = (corpus as NSString).appendingPathComponent(folder)
+                    try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+                    var new = 0
+                    for input in inputs[folder] ?? [] {
+                        let exists = FileManager.default.fileExists(atPath: (dir as NSString).appendingPathComponent(Storage.name(input)))
+                        do { try Storage.writeInput(input, to: dir) } catch {
+                            printError("gattlab: error: \(error.description)")
+                            throw ExitStatus.cannotCreate.exitCode
+                        }
+                        if !exists { new += 1 }
+                    }
+                    added[folder, default: 0] += new
+                    line.append("\(folder) +\(new)")
+                }
+                print("\(path): \(line.isEmpty ? "nothing to import" : line.joined(separator: ", "))")
+            }
+            let total = added.values.reduce(0, +)
+            print("\(corpus): \(total) new input\(total == 1 ? "" : "s") from \(captures.count - skipped) capture\(captures.count - skipped == 1 ? "" : "s")")
+            if skipped > 0 && skipped == captures.count { throw ExitStatus.noInput.exitCode }
+        }
+    }
+
+    struct Minimize: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "minimize", abstract: "Keep the smallest inputs that show every feature of a target.")
+
+        @Argument(help: ArgumentHelp("The target (gattlab fuzz list).", valueName: "target"))
+        var target: String
+
+        @Option(name: .long, help: ArgumentHelp("The corpora's root folder: TARGET's inputs are in DIR/TARGET.", valueName: "dir"))
+        var corpus: String = "Corpus"
+
+        @Option(name: .long, help: ArgumentHelp("Quirks of the emulated device (device targets).", valueName: "name"))
+        var quirk: [String] = []
+
+        func run() throws {
+            let fuzzTarget: FuzzTarget
+            do { fuzzTarget = try FuzzTargets.named(target, quirks: quirk) } catch {
+                printError("gattlab: error: \(error.description)")
+                throw ExitStatus.usage.exitCode
+            }
+            let dir = (corpus as NSString).appendingPathComponent(target)
+            let (before, after) = try CorpusImporter.minimize(fuzzTarget, dir: dir)
+            print("\(dir): \(before) -> \(after) input\(after == 1 ? "" : "s")")
+        }
+    }
+}
+
+/// The work of `gattlab corpus`, apart from the command line.
+enum CorpusImporter {
+    struct Failure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// The inputs a capture gives each target folder, distinct, secrets overwritten.
+    static func extract(_ path: String, maxATT: Int) throws -> [String: [[UInt8]]] {
+        // Redact a copy first, as `gattlab redact` does (its own checks included): ATT PDUs and
+        // the capture file then carry no secret, whatever fragments they were split into.
+        let temp = NSTemporaryDirectory() + "gattlab-corpus-\(getpid())-\(UUID().uuidString).redacted"
+        defer { unlink(temp) }
+        let outcome: RedactionOutcome
+        do {
+            outcome = try Redactor.redact(input: path, output: temp, options: RedactionOptions()) { GATTDecoder() }
+        } catch {
+            throw Failure(description: "cannot redact it (\(error.description)), so it is not imported")
+        }
+        let secrets = outcome.secrets.map(\.secret.unsafeBytes).filter { $0.count >= 4 && !$0.allSatisfy { $0 == CorpusSecrets.filler } }
+        let redacted = try Array(Data(contentsOf: URL(fileURLWithPath: temp)))
+
+        var out = Collector(secrets: secrets)
+        let reader = try openCapture(bytes: redacted)
+        let gatt = GATTDecoder()
+        var scans: [ConnectionKey: (joiner: SensorScan.Joiner, chunks: [[UInt8]])] = [:]
+        var attCount = 0
+        func value(_ info: HandleInfo?, handle: UInt16, bytes: [UInt8], table: AttributeTable?, connection: ConnectionKey, notified: Bool) {
+            guard let info, info.role == .value else { return }
+            let uuid = info.uuid
+            let endpoint = table?.userDescriptions[handle]
+            let clean = CorpusSecrets.redact(bytes, characteristic: uuid, endpoint: endpoint)
+            switch uuid {
+            case SpeakerOTA.status: out.add("status", clean)
+            case SpeakerOTA.credentials: out.add("credentials", clean)
+            case SpeakerOTA.url: out.add("url", clean)
+            case SpeakerOTA.control: out.add("control", clean)
+            case SensorScan.characteristic where notified:
+                // One response: its notifications joined, behind the chunk size the scan target cuts at.
+                var s = scans[connection] ?? (SensorScan.Joiner(), [])
+                s.chunks.append(clean)
+                if s.joiner.add(clean) {
+                    let size = UInt8(clamping: max(1, s.chunks.map(\.count).max() ?? 1))
+                    out.add("scan", [size] + s.chunks.joined())
+                    scans[connection] = nil
+                } else {
+                    scans[connection] = s
+                }
+            default:
+                if NRF7Protocol.characteristics.contains(uuid) {
+                    out.add("nrf7", clean)
+                } else if ESPProvisioningProtocol.characteristics.contains(uuid)
+                            || endpoint.map({ ESPProvisioning.Endpoint(rawValue: $0) != nil }) == true {
+                    out.add("esp", clean)
+                }
+            }
+        }
+        while let record = try reader.next() {
+            gatt.consume(record)
+            for event in gatt.events {
+                switch event {
+                case .att(let e):
+                    guard let pdu = e.pdu else { continue }
+                    if attCount < maxATT, out.add("att", pdu.encode()) { attCount += 1 }
+                    guard let handle = e.handle else { continue }
+                    let table = gatt.table(for: e.connection)?.0
+                    switch pdu {
+                    case .writeRequest(_, let v), .writeCommand(_, let v):
+                        value(e.info, handle: handle, bytes: v, table: table, connection: e.connection, notified: false)
+                    case .handleValueNotification(_, let v), .handleValueIndication(_, let v):
+                        value(e.info, handle: handle, bytes: v, table: table, connection: e.connection, notified: true)
+                    case .readResponse(let v) where v.count < e.mtu - 1:
+                        value(e.info, handle: handle, bytes: v, table: table, connection: e.connection, notified: false)
+                    default:
+                        break
+                    }
+                case .operation(.longWrite(let key, let handle, let info, let v, _, _, _)),
+                     .operation(.longRead(let key, let handle, let info, let v, _, _, _)):
+                    value(info, handle: handle, bytes: v, table: gatt.table(for: key)?.0, connection: key, notified: false)
+                default:
+                    break
+                }
+            }
+        }
+        // The file itself for the whole-pipeline targets, within their input size.
+        if redacted.count <= 1 << 16 {
+            out.add("capture", redacted)
+            out.add("timeline", redacted)
+        }
+        return out.inputs
+    }
+
+    /// Distinct inputs per folder; anything still holding a secret's bytes is dropped.
+    struct Collector {
+        let secrets: [[UInt8]]
+        var inputs: [String: [[UInt8]]] = [:]
+        var seen: Set<[UInt8]> = []
+
+        @discardableResult
+        mutating func add(_ folder: String, _ bytes: [UInt8]) -> Bool {
+            guard !bytes.isEmpty, !secrets.contains(where: { CorpusSecrets.contains(bytes, $0) }),
+                  seen.insert(Array(folder.utf8) + [0] + bytes).inserted else { return false }
+            inputs[folder, default: []].append(bytes)
+            return true
+        }
+    }
+
+    /// Greedy by size: an input is kept when it shows a feature no smaller input showed, so the
+    /// kept set covers every feature of the whole folder. Returns the counts before and after.
+    static func minimize(_ target: FuzzTarget, dir: String) throws -> (Int, Int) {
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []).filter { !$0.hasPrefix(".") }
+        var files: [(name: String, bytes: [UInt8])] = names.compactMap { name in
+            let path = (dir as NSString).appendingPathComponent(name)
+            var isDir: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDir), !isDir.boolValue,
+                  let data = FileManager.default.contents(atPath: path) else { return nil }
+            return (name, Array(data))
+        }
+        files.sort { ($0.bytes.count, $0.name) < ($1.bytes.count, $1.name) }
+        let features = Features()
+        var kept: [[UInt8]] = []
+        for f in files {
+            features.reset()
+            let outcome = target.execute(Array(f.bytes.prefix(target.maxLength)), features)
+            if case .finding(let kind, _) = outcome {
+                printError("gattlab: warning: \(f.name) gives a finding (\(kind)); kept so it is not lost")
+                kept.append(f.bytes)
+            } else if features.novel > 0 {
+                kept.append(f.bytes)
+            }
+        }
+        // Kept inputs first (under their content names), then the rest removed: a minimization
+        // stopped half-way leaves a superset, never a loss.
+        var keep: Set<String> = []
+        for bytes in kept {
+            do { try Storage.writeInput(bytes, to: dir) } catch { throw Failure(description: error.description) }
+            keep.insert(Storage.name(bytes))
+        }
+        for f in files where !keep.contains(f.name) {
+            try FileManager.default.removeItem(atPath: (dir as NSString).appendingPathComponent(f.name))
+        }
+        return (files.count, keep.count)
+    }
+}
+
+/// Secret bytes in device-protocol values, overwritten with '*' (the idea of Replay's
+/// CredentialValues, which is internal to Replay): speaker credentials after the NUL, URL user
+/// info and tokens, nRF7 and ESP-IDF Wi-Fi passphrases.
+enum CorpusSecrets {
+    static let filler: UInt8 = 0x2A
+
+    static func redact(_ bytes: [UInt8], characteristic: BluetoothUUID, endpoint: String?) -> [UInt8] {
+        var ranges: [Range<Int>] = []
+        if characteristic == SpeakerOTA.credentials {
+            ranges = [(bytes.firstIndex(of: 0).map { $0 + 1 } ?? 0)..<bytes.count]
+        } else if characteristic == SpeakerOTA.url {
+            ranges = SpeakerOTA.FirmwareURL(bytes: bytes).secretParts.map(\.range)
+        } else if characteristic == NRF7.controlPoint {
+            ranges = ProtoWire.bytesField([11, 2], in: bytes).map { [$0] } ?? []
+        } else if characteristic == ESPProvisioning.Endpoint.config.defaultUUID || endpoint == ESPProvisioning.Endpoint.config.rawValue {
+            ranges = ProtoWire.bytesField([12, 2], in: bytes).map { [$0] } ?? []
+        }
+        var out = bytes
+        for r in ranges where r.lowerBound >= 0 && r.upperBound <= out.count {
+            for i in r { out[i] = filler }
+        }
+        return out
+    }
+
+    static func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
+        guard !needle.isEmpty, haystack.count >= needle.count else { return false }
+        return (0...(haystack.count - needle.count)).contains { i in haystack[i..<(i + needle.count)].elementsEqual(needle) }
+    }
+}
