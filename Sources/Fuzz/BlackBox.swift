@@ -90,6 +90,7 @@ public enum BlackBox {
             if state.reference() == nil, agreed == 247, let networks { state.setReference(networks) }
         }
         var prepared = 0
+        let notified = Notified()
         var clientMTU = mtu
         var exchanged = kind == "device-sensor"
         for (times, pdu) in DeviceTargets.pdus(body) {
@@ -103,13 +104,16 @@ public enum BlackBox {
                 let wantsAnswer = ATTOpcode(rawValue: opcode).map { $0.isRequest } ?? false
                 guard wantsAnswer else { continue }
                 let answer: [UInt8]?
-                do { answer = try await nextAnswer(link, timeout: timeout) } catch {
+                do { answer = try await nextAnswer(link, timeout: timeout, notified: notified) } catch {
                     return .finding(kind: "link-dropped", detail: "the device dropped the link after opcode 0x\(String(opcode, radix: 16)) (a crash or reset)")
                 }
                 guard let answer else {
                     return .finding(kind: "no-answer", detail: "no answer to opcode 0x\(String(opcode, radix: 16)) within \(timeout / 1000) ms")
                 }
                 f.add(3, UInt64(answer.first ?? 0) << 8 | UInt64(answer.count > 4 ? answer[4] : 0))
+                if kind == "device-speaker", let impossible = DeviceTargets.impossibleStatus(notified.values, statusHandle: speakerStatusHandle) {
+                    return impossible
+                }
                 if answer.first == 0x03, answer.count >= 3, !exchanged {
                     // The MTU both sides use: the smaller of the two, at least 23, set by the
                     // first exchange of the connection (a later one changes nothing).
@@ -137,15 +141,18 @@ public enum BlackBox {
 
     /// The next request's answer; notifications and indications on the way are checked and
     /// confirmed. Nil on timeout; throws when the link drops.
-    static func nextAnswer(_ link: RecordingLink, timeout: Int64) async throws(BearerError) -> [UInt8]? {
+    static func nextAnswer(_ link: RecordingLink, timeout: Int64, notified: Notified? = nil) async throws(BearerError) -> [UInt8]? {
         let deadline = await link.now() + timeout
         while true {
             let left = deadline - (await link.now())
             guard left > 0 else { return nil }
             guard let pdu = try await link.receive(within: left) else { return nil }
             switch pdu.first {
-            case 0x1B: continue
+            case 0x1B:
+                notified?.add(pdu)
+                continue
             case 0x1D:
+                notified?.add(pdu)
                 try await link.send([0x1E])
                 continue
             default: return pdu
@@ -176,6 +183,21 @@ public enum BlackBox {
         } catch {
             return .failure(.init(.finding(kind: "link-dropped", detail: "the device dropped the link during SCAN (a crash or reset)")))
         }
+    }
+
+    /// Notifications and indications that came while waiting for answers: (handle, value).
+    final class Notified: @unchecked Sendable {
+        // Used by one session task at a time.
+        var values: [(UInt16, [UInt8])] = []
+        func add(_ pdu: [UInt8]) {
+            guard pdu.count >= 3, values.count < 4096 else { return }
+            values.append((UInt16(pdu[1]) | UInt16(pdu[2]) << 8, Array(pdu.dropFirst(3))))
+        }
+    }
+
+    /// Where the emulated speaker keeps OTA_STATUS (a real device's table would come from discovery).
+    static let speakerStatusHandle: UInt16? = EmulatedDeviceSpec.named("speaker").flatMap { spec in
+        DeviceTargets.Bench(spec).device.server.valueHandle(of: SpeakerOTA.status)
     }
 
     struct FuzzOutcomeError: Error {

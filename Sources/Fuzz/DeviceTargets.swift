@@ -71,11 +71,25 @@ enum DeviceTargets {
 
         func check(_ f: Features) -> FuzzOutcome {
             if let crash = device.crash { return .finding(kind: "firmware-crash", detail: crash) }
+            if let impossible = DeviceTargets.impossibleStatus(notified, statusHandle: device.server.valueHandle(of: SpeakerOTA.status)) {
+                return impossible
+            }
             if device.server.preparedBytes > DeviceTargets.maxQueuedBytes {
                 return .finding(kind: "unbounded-prepare-queue", detail: "the device queued \(device.server.preparedBytes) bytes of Prepare Writes without Prepare Queue Full")
             }
             return .ok
         }
+    }
+
+    /// A protocol invariant: a speaker status that decodes names a state the protocol has.
+    static func impossibleStatus(_ notified: [(UInt16, [UInt8])], statusHandle: UInt16?) -> FuzzOutcome? {
+        guard let statusHandle else { return nil }
+        for (handle, value) in notified where handle == statusHandle {
+            if let s = SpeakerOTA.Status.decode(value).0, s.state == nil {
+                return .finding(kind: "impossible-state", detail: "a status notification in state 0x\(String(s.rawState, radix: 16)), which the OTA protocol does not have")
+            }
+        }
+        return nil
     }
 
     static func speaker(quirks: [String]) throws(FuzzError) -> FuzzTarget {

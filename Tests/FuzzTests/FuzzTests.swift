@@ -1,5 +1,6 @@
 import Emulator
 import Foundation
+import Profiles
 import TestSupport
 import XCTest
 @testable import Fuzz
@@ -54,6 +55,15 @@ final class FuzzTests: XCTestCase {
             XCTAssertEqual(summary.runs, runs)
             XCTAssertGreaterThan(summary.corpusEnd, summary.corpusStart, "\(name) found no new behaviour at all")
         }
+    }
+
+    func testAStatusInAStateTheProtocolLacksIsAFinding() {
+        let good = SpeakerOTA.Status(state: .downloading, progress: 5).encode()
+        var bad = good
+        bad[0] = 0x42
+        XCTAssertNil(DeviceTargets.impossibleStatus([(0x14, good)], statusHandle: 0x14))
+        XCTAssertNil(DeviceTargets.impossibleStatus([(0x15, bad)], statusHandle: 0x14), "another characteristic")
+        XCTAssertEqual(DeviceTargets.impossibleStatus([(0x14, good), (0x14, bad)], statusHandle: 0x14)?.isFinding, true)
     }
 
     func testTheSameSeedGivesTheSameCampaign() throws {
