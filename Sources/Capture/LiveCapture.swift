@@ -409,9 +409,10 @@ public final class BTMonSource: LiveSource {
             try reap(blocking: false)
             if exitStatus != nil {
                 // Its writing end is closed: whatever the FIFO holds is read without waiting,
-                // and a FIFO it never opened reads as ended.
+                // and a FIFO it never opened reads as ended. Anything but more data ends it (a
+                // read that found nothing must not be tried again and again: that spun here).
                 drainOutput()
-                if !readFIFO() { continue }
+                if readFIFO() == .data { continue }
                 eof = true
                 continue
             }
@@ -431,19 +432,21 @@ public final class BTMonSource: LiveSource {
             }
             if fds[1].revents != 0 { drainOutput() }
             if fds[0].revents != 0 {
-                if !readFIFO() { eof = true }
+                if readFIFO() == .end { eof = true }
                 continue
             }
             if monotonicMicros() >= deadline { return .idle }
         }
     }
 
-    /// Reads what the FIFO holds; false at its end.
-    private func readFIFO() -> Bool {
+    enum FIFORead { case data, end, nothingYet }
+
+    /// Reads what the FIFO holds.
+    private func readFIFO() -> FIFORead {
         let n = stream.read(from: fifoFD)
-        if n > 0 { return true }
-        if n == 0 { return false }
-        return errno == EAGAIN || errno == EINTR
+        if n > 0 { return .data }
+        if n == 0 { return .end }
+        return errno == EAGAIN || errno == EINTR ? .nothingYet : .end
     }
 
     private func drainOutput() {

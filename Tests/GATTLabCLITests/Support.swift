@@ -57,6 +57,10 @@ enum Harness {
         while process.isRunning && Date() < deadline { usleep(2000) }
         if process.isRunning {
             process.terminate()
+            // A process that ignores SIGTERM (a bug spinning in a loop) must not hang CI either.
+            let grace = Date().addingTimeInterval(5)
+            while process.isRunning && Date() < grace { usleep(10_000) }
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
             process.waitUntilExit()
             XCTFail("\(executable.lastPathComponent) \(arguments.joined(separator: " ")) did not finish within \(timeout) s")
         }
