@@ -68,5 +68,5 @@ else
   tail -40 "$tmp/libfuzzer.log" | sed 's/^/  /'
 fi
 
-echo "fuzz smoke: $passed passed, $failed failed"
+echo "fuzz-smoke: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

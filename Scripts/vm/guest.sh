@@ -10,7 +10,12 @@ GATTLAB=$WORK/bin/gattlab
 CENTRAL_ADDR=00:AA:01:00:00:00
 PERIPHERAL_ADDR=00:AA:01:01:00:01
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/run TMPDIR=/run
-mount -t tmpfs tmpfs /run; mount -t tmpfs tmpfs /tmp; mount -t tmpfs tmpfs /var/tmp
+mount -t tmpfs tmpfs /run
+# A writable /tmp and /var/tmp, unless the clone (or its work folder, or the kernel) lives there:
+# a tmpfs over it would hide the repository and the shared out folder (CI may clone under /tmp).
+for d in /tmp /var/tmp; do
+  case "$WORK/ $REPO/ $KROOT/" in *"$d/"*) ;; *) mount -t tmpfs tmpfs "$d" ;; esac
+done
 mount -t devpts devpts /dev/pts 2>/dev/null
 cd /run || exit 1
 T0=$(cut -d' ' -f1 /proc/uptime)

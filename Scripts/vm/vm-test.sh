@@ -18,7 +18,8 @@ PACKAGES="qemu-system-x86 bluez bluez-test-tools busybox-static kmod cpio tcpdum
 T_START=$(date +%s.%N)
 elapsed() { awk -v a="$(date +%s.%N)" -v b="$1" 'BEGIN{printf "%.1f", a-b}'; }
 FAILS=0
-pass() { echo "PASS: $*"; }
+PASSES=0
+pass() { echo "PASS: $*"; PASSES=$((PASSES + 1)); }
 fail() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
 die() { echo "FAIL: $*"; echo "vm-test: FAILED after $(elapsed "$T_START") s (logs in $OUT)"; exit 1; }
 case "$REPO$W" in *[[:space:]]*) die "the repository path must not contain spaces ($REPO)";; esac
@@ -108,8 +109,11 @@ pass "VM run: $ACCEL_NAME, $VM_SECONDS s (guest script started at $(status boot_
 exec 3>&1
 python3 "$REPO/Scripts/vm/check.py" --gattlab "$GL" --out "$OUT" \
   --replay-rc "$(status replay_rc)" --replay-seconds "$(status replay_seconds)" \
-  --bench-rc "$(status bench_rc)" --bench-writes "$BENCH_WRITES" || FAILS=$((FAILS + $?))
+  --bench-rc "$(status bench_rc)" --bench-writes "$BENCH_WRITES" > "$OUT/checks.txt" || FAILS=$((FAILS + $?))
+cat "$OUT/checks.txt"
+PASSES=$((PASSES + $(grep -c '^PASS' "$OUT/checks.txt")))
 
+echo "vm-test: $PASSES passed, $FAILS failed"
 if [ "$FAILS" = 0 ]; then
   echo "vm-test: PASSED in $(elapsed "$T_START") s (VM $VM_SECONDS s); logs and captures in $OUT"
 else
