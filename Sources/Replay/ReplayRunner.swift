@@ -22,11 +22,14 @@ public enum ReplayTiming: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// The wait before a step whose recorded gap is `recorded` µs, held to an hour: a script is
+    /// edited by hand, and no value in it may overflow the clock or trap a conversion.
     func delay(_ recorded: Int64) -> Int64 {
+        let gap = min(max(recorded, 0), ReplayRunner.longestWait)
         switch self {
-        case .recorded: recorded
-        case .fast: 0
-        case .scaled(let f): Int64(Double(recorded) / f)
+        case .recorded: return gap
+        case .fast: return 0
+        case .scaled(let f): return Int64(min(Double(gap) / f, Double(ReplayRunner.longestWait)))
         }
     }
 
@@ -62,6 +65,9 @@ public struct ReplayOptions: Sendable {
 /// Runs a `SessionScript` against a target over any link (the in-process emulator, an emulator
 /// process over `unix:`, a real device over BlueZ) and compares each answer with the recording.
 public struct ReplayRunner {
+    /// The longest any wait of a script may last (delays, notification and link-loss timeouts).
+    public static let longestWait: Int64 = 3_600_000_000
+
     public let script: SessionScript
     public let options: ReplayOptions
 
@@ -132,7 +138,8 @@ private final class Run: @unchecked Sendable {
         while index < steps.count {
             let step = steps[index]
             if step.action != .notification && step.action != .linkLost {
-                let wait = options.timing.delay(step.at - previousRecorded) - (await link.now() - previousDone)
+                let wait = options.timing.delay(step.at.subtractingReportingOverflow(previousRecorded).partialValue)
+                    - min(max(0, await link.now() - previousDone), ReplayRunner.longestWait)
                 if wait > 0 { try? await link.wait(wait) }
             }
             var outcome = StepOutcome(index: index + 1, step: step)
@@ -260,7 +267,7 @@ private final class Run: @unchecked Sendable {
                 o.observe("the link was already lost")
                 return
             }
-            let timeout = step.timeout ?? 10_000_000
+            let timeout = min(max(step.timeout ?? 10_000_000, 0), ReplayRunner.longestWait)
             if await central.waitForDisconnect(within: timeout) {
                 o.observe("the device ended the link")
             } else {
@@ -416,7 +423,7 @@ private final class Run: @unchecked Sendable {
             return
         }
         o.name = Names.of(text)
-        let timeout = step.timeout ?? 10_000_000
+        let timeout = min(max(step.timeout ?? 10_000_000, 0), ReplayRunner.longestWait)
         let value: [UInt8]?
         do { value = try await central.nextNotification(uuid, within: timeout) } catch { throw stop(error) }
         guard let value else {

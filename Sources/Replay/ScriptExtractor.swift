@@ -31,7 +31,7 @@ public final class ScriptExtractor {
     private let options: ExtractOptions
     private var builders: [ConnectionKey: ConnectionSteps] = [:]
     private var order: [ConnectionKey] = []
-    private var totalSteps = 0
+    private var records = 0
 
     public init(options: ExtractOptions = ExtractOptions()) {
         self.options = options
@@ -53,7 +53,9 @@ public final class ScriptExtractor {
 
     /// Takes the GATT events of one record.
     public func consume(_ gatt: GATTDecoder, record: CaptureRecord) throws(ReplayError) {
-        let time = record.timestamp
+        // Held to ±2^61 µs as the timeline builder holds them: differences of hostile
+        // timestamps (the extremes of Int64) must not overflow.
+        let time = min(max(record.timestamp, -(1 << 61)), 1 << 61)
         for event in gatt.events {
             switch event {
             case .link(.connectionComplete(let info)):
@@ -88,8 +90,11 @@ public final class ScriptExtractor {
                 break
             }
         }
-        totalSteps = builders.values.reduce(0) { $0 + $1.steps.count }
-        if totalSteps > Self.maxSteps {
+        // Counted every 1024 records: summing every builder on every record would make a capture
+        // with thousands of connections quadratic.
+        records += 1
+        guard records & 0x3FF == 0 else { return }
+        if builders.values.reduce(0, { $0 + $1.steps.count }) > Self.maxSteps {
             throw .nothingToReplay("", "more than \(Self.maxSteps) steps; pick one connection with --connection")
         }
     }
@@ -104,6 +109,9 @@ public final class ScriptExtractor {
 
     /// The script of the chosen connections.
     public func finish(capture: String, gatt: GATTDecoder) throws(ReplayError) -> SessionScript {
+        if builders.values.reduce(0, { $0 + $1.steps.count }) > Self.maxSteps {
+            throw .nothingToReplay(capture, "more than \(Self.maxSteps) steps; pick one connection with --connection")
+        }
         let withTraffic = order.compactMap { builders[$0] }.filter { $0.hasGATT }
         var chosen: [ConnectionSteps]
         if let wanted = options.connection {
@@ -444,7 +452,7 @@ final class ConnectionSteps {
         var previous: Int64 = 0
         for i in steps.indices {
             if steps[i].action == .notification || steps[i].action == .linkLost {
-                steps[i].timeout = min(600_000_000, max(5_000_000, 2 * (steps[i].at - previous)))
+                steps[i].timeout = max(5_000_000, 2 * min(300_000_000, steps[i].at - previous))
             }
             previous = steps[i].at
         }

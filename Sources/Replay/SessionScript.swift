@@ -130,9 +130,6 @@ public struct ReplayStep: Codable, Sendable, Hashable {
     public var timeout: Int64?
     /// The value carries credentials: how to rebuild it with `--set`.
     public var credentials: CredentialField?
-    /// The value is encrypted by a session key (ESP-IDF security 1): it replays byte for byte only
-    /// against a device with the recording's session, and `--set` cannot change it.
-    public var encrypted: String?
     public var expect: Expectation?
 
     public init(_ action: Action, at: Int64) {

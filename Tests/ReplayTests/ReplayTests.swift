@@ -211,6 +211,18 @@ final class ReplayTests: XCTestCase {
             .contains("step 1 lacks 'action'"))
     }
 
+    func testHandEditedExtremesNeitherTrapNorHang() async throws {
+        var script = try Self.script("sensor-scan-mtu247")
+        for i in script.steps.indices {
+            script.steps[i].at = i.isMultiple(of: 2) ? Int64.max : Int64.min
+            if script.steps[i].action == .notification { script.steps[i].timeout = Int64.max }
+        }
+        for timing in [ReplayTiming.recorded, .scaled(0.001), .fast] {
+            let report = try await Self.replay(script, on: "sensor", timing: timing)
+            XCTAssertEqual(report.steps.count, script.steps.count, "every step reported (\(timing))")
+        }
+    }
+
     func testExtractionErrorsNameWhatExists() throws {
         let path = Files.root.appendingPathComponent("Captures/emulated/sensor-scan-mtu247.btsnoop").path
         XCTAssertThrowsError(try ScriptExtractor.extract(path: path, options: ExtractOptions(connection: "0x0099"))) { error in
