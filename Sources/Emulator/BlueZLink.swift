@@ -3,7 +3,9 @@ import Transport
 
 /// The phone's end of a link to a real device through the kernel's L2CAP ATT socket, so a replay
 /// (or a black-box fuzz campaign) drives a device on a controller as it drives an emulated one.
-/// Time is the wall clock.
+/// Time is the wall clock, `speed` times as fast: give it the `--speed` of an emulated peripheral
+/// (`gattlab emulate --hci --speed`) so recorded delays and timeouts keep pace with its timers; a
+/// real device runs at 1.
 public actor BlueZLink: TimedATTBearer, LinkControl {
     public let target: BlueZTarget
     public let security: BlueZSecurity
@@ -13,7 +15,11 @@ public actor BlueZLink: TimedATTBearer, LinkControl {
     /// Why the last `connect()` failed (nil after one that worked).
     public private(set) var lastError: BearerError?
 
-    public init(target: BlueZTarget, security: BlueZSecurity = .low, connectTimeout: Int64 = 20_000_000) {
+    public nonisolated var speed: Double { clock.speed }
+    private let clock: ScaledClock
+
+    public init(target: BlueZTarget, security: BlueZSecurity = .low, connectTimeout: Int64 = 20_000_000, speed: Double = 1) {
+        clock = ScaledClock(speed: speed)
         self.target = target
         self.security = security
         self.connectTimeout = connectTimeout
@@ -57,20 +63,37 @@ public actor BlueZLink: TimedATTBearer, LinkControl {
 
     public func receive(within microseconds: Int64) async throws(BearerError) -> [UInt8]? {
         guard let bearer else { throw .closed }
-        do { return try await bearer.receive(within: microseconds) } catch {
+        do { return try await bearer.receive(within: clock.real(microseconds)) } catch {
             if error == .closed { await drop() }
             throw error
         }
     }
 
-    public func now() -> Int64 { Int64(Date().timeIntervalSince1970 * 1_000_000) }
+    public func now() -> Int64 { clock.now() }
 
     public func wait(_ microseconds: Int64) async throws(BearerError) {
-        guard microseconds > 0 else { return }
-        try? await Task.sleep(nanoseconds: UInt64(microseconds) * 1000)
+        let real = clock.real(microseconds)
+        guard real > 0 else { return }
+        try? await Task.sleep(nanoseconds: UInt64(real) * 1000)
     }
 
-    public func close() async { await drop() }
+    /// Ends the link itself (HCI Disconnect), so the device sees the disconnection now and the
+    /// next `connect()` makes a new link rather than riding the idle old one (see
+    /// `BlueZBearer.disconnectLink`). Without CAP_NET_RAW only the socket closes, the kernel ends
+    /// the link seconds later, and `linkEndError` says why.
+    public func close() async {
+        guard let bearer else { return }
+        self.bearer = nil
+        do {
+            try await bearer.disconnectLink()
+            linkEndError = nil
+        } catch {
+            linkEndError = error
+        }
+    }
+
+    /// Why the last `close()` could not end the link itself (nil when it did).
+    public private(set) var linkEndError: BearerError?
 
     private func drop() async {
         guard let bearer else { return }

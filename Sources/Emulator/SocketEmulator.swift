@@ -184,7 +184,12 @@ public actor SocketEmulator {
             let before = counters
             var encrypted = false
             let ending = await serve(client, stop: stop, encrypted: &encrypted)
-            await client.close()
+            if case .device(let reason) = ending {
+                // A reset or a hang-up ends the link itself, as the firmware's would.
+                await client.hangUp(reason: reason)
+            } else {
+                await client.close()
+            }
             noteCrash()
             device.requestedDisconnect = nil
             device.disconnected()

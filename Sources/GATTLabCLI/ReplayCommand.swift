@@ -85,6 +85,8 @@ struct ReplayCommand: ParsableCommand {
                                 unix:PATH); give its --speed here too
                   bluez:hciN/ADDR[/public|random]
                                 a real device through the kernel's L2CAP ATT socket
+                                (an emulated one, gattlab emulate --hci, takes --speed
+                                as unix: does)
 
                 Exit codes: 0 equivalent, 1 diverged, 69 the target failed (no connection, it hung \
                 up, or no answer within the ATT timeout), 64 usage, 65 a bad script or capture.
@@ -125,7 +127,7 @@ struct ReplayCommand: ParsableCommand {
         @Option(name: .long, help: "The emulated device's seed (emu:); the recording's seed reproduces its scan results and session keys.")
         var seed: UInt64 = 1
 
-        @Option(name: .long, help: ArgumentHelp("unix: the emulator's --speed: the replay's clock runs as fast, so recorded delays and timeouts stay in step with the device.", valueName: "factor"))
+        @Option(name: .long, help: ArgumentHelp("The emulator's --speed (unix:, or bluez: to gattlab emulate --hci): the replay's clock runs as fast, so recorded delays and timeouts stay in step with the device.", valueName: "factor"))
         var speed: Double = 1
 
         @Option(name: .customLong("att-timeout"), help: ArgumentHelp("Seconds to wait for an answer before the target counts as failed.", valueName: "seconds"))
@@ -338,7 +340,7 @@ enum ReplayTarget: CustomStringConvertible {
                 printError("gattlab: error: \(error.description)")
                 throw ExitStatus.usage.exitCode
             }
-            let link = BlueZLink(target: target, security: BlueZSecurity(rawValue: security) ?? .low)
+            let link = BlueZLink(target: target, security: BlueZSecurity(rawValue: security) ?? .low, speed: speed)
             return (link, { await link.lastError?.description })
         }
     }

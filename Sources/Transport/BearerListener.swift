@@ -17,6 +17,14 @@ public protocol ServedATTBearer: TimedATTBearer {
     /// Whether the link is encrypted now, when the bearer knows (a kernel link after pairing);
     /// nil when it cannot tell (a Unix socket, whose client says so with a control message).
     var linkEncrypted: Bool? { get }
+    /// Ends the link as the device does (a reset, a hang-up with `reason`), not only this end of
+    /// it: a kernel LE link outlives its ATT socket unless told to end (see
+    /// `BlueZBearer.disconnectLink`). A Unix socket just closes.
+    func hangUp(reason: UInt8) async
+}
+
+extension ServedATTBearer {
+    public func hangUp(reason: UInt8) async { await close() }
 }
 
 extension UnixSocketBearer: ServedATTBearer {
@@ -35,6 +43,10 @@ extension BlueZBearer: ServedATTBearer {
         guard let level = securityLevel else { return nil }
         return level != .low
     }
+
+    /// Best effort: without CAP_NET_RAW the socket just closes and the kernel ends the idle link
+    /// seconds later.
+    public func hangUp(reason: UInt8) async { try? await disconnectLink(reason: reason) }
 }
 
 extension BlueZListener: ATTBearerListener {

@@ -96,6 +96,60 @@ public final class BlueZBearer: TimedATTBearer, @unchecked Sendable {
     }
 
     public func close() async { socket.close() }
+
+    /// The controller's handle of this LE link; nil once the link (or the socket) is gone.
+    public var linkHandle: UInt16? {
+        var info = l2cap_conninfo()
+        var length = socklen_t(MemoryLayout<l2cap_conninfo>.size)
+        guard socket.withOpenDescriptor({ getsockopt($0, SOL_L2CAP, L2CAP_CONNINFO, &info, &length) }) == 0 else { return nil }
+        return info.hci_handle
+    }
+
+    /// Ends the LE link itself with an HCI Disconnect, then closes the socket.
+    ///
+    /// Closing an ATT socket is not a disconnection: ATT's fixed channel has no close message, so
+    /// the peer sees nothing, and the kernel keeps the link up for its idle timeout (2 s, 4 s on a
+    /// peripheral). A new socket to the same peer within that time rides the same link. A
+    /// fuzzer's next input (which must meet a device fresh from a connection), a replayed
+    /// disconnection, and an emulated device that resets must end the link for real.
+    ///
+    /// `reason` is sent when the standard lets a host give it (0x05, 0x13-0x15, 0x1A, 0x29, 0x3B);
+    /// 0x08, a supervision timeout (what a phone sees when a device resets and goes silent), becomes
+    /// 0x15 (powered off), the nearest a host may say; anything else becomes 0x13 (the user ended
+    /// the connection). Waits up to 2 s for Disconnection Complete.
+    /// Throws when the kernel refuses the command (it needs CAP_NET_RAW) or the controller does;
+    /// the socket is closed either way. A link already gone is no error.
+    public func disconnectLink(reason: UInt8 = 0x13) async throws(BearerError) {
+        guard let handle = linkHandle else { return socket.close() }
+        let controller = peer.controller
+        let code = Self.disconnectReason(for: reason)
+        let failure: Int32? = await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                let dd = hci_open_dev(Int32(controller))
+                guard dd >= 0 else { return continuation.resume(returning: errno) }
+                defer { Glibc.close(dd) }
+                continuation.resume(returning: hci_disconnect(dd, handle, code, 2000) == 0 ? nil : errno)
+            }
+        }
+        socket.close()
+        guard let failure else { return }
+        switch failure {
+        case EPERM, EACCES:
+            throw .failed("ending the LE link to \(peer.address) on hci\(controller) needs CAP_NET_RAW (HCI Disconnect); run as root or grant it")
+        case EIO:
+            return  // the controller refused: most often the link had just gone (Unknown Connection Identifier)
+        default:
+            throw socketError(failure, "cannot end the LE link to \(peer.address) on hci\(controller)")
+        }
+    }
+
+    /// The reasons a host may give in HCI Disconnect (Core 5.4, Vol 4, Part E, 7.1.6).
+    static let hostReasons: Set<UInt8> = [0x05, 0x13, 0x14, 0x15, 0x1A, 0x29, 0x3B]
+
+    /// What HCI Disconnect says for a device's `reason` (see `disconnectLink`).
+    public static func disconnectReason(for reason: UInt8) -> UInt8 {
+        hostReasons.contains(reason) ? reason : reason == 0x08 ? 0x15 : 0x13
+    }
 }
 
 /// A listening L2CAP socket on the ATT channel of a local controller: a peripheral (the emulator
@@ -330,6 +384,16 @@ public enum BlueZController {
             }
             throw socketError(code, "cannot query controller hci\(index)")
         }
+    }
+
+    /// Whether this process may send HCI commands (CAP_NET_RAW in its effective set), as
+    /// `BlueZBearer.disconnectLink` must.
+    public static var maySendCommands: Bool {
+        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("CapEff:") }),
+              let mask = UInt64(line.dropFirst("CapEff:".count).trimmingCharacters(in: .whitespaces), radix: 16)
+        else { return geteuid() == 0 }
+        return mask & (1 << 13) != 0  // CAP_NET_RAW
     }
 
     /// Whether hci`index` is powered (up).

@@ -126,4 +126,37 @@ final class BlueZBearerTests: XCTestCase {
         let took = await b.now() - start
         XCTAssertLessThan(took, 5_000_000, "closing wakes waiting receives")
     }
+
+    /// HCI Disconnect takes only the reasons a host may give: a device's supervision timeout (its
+    /// reset) becomes "powered off", anything else not allowed "the user ended it".
+    func testDisconnectReasonsAreOnesAHostMayGive() {
+        for allowed: UInt8 in [0x05, 0x13, 0x14, 0x15, 0x1A, 0x29, 0x3B] {
+            XCTAssertEqual(BlueZBearer.disconnectReason(for: allowed), allowed)
+        }
+        XCTAssertEqual(BlueZBearer.disconnectReason(for: 0x08), 0x15)
+        for other: UInt8 in [0x00, 0x16, 0x22, 0x3E, 0xFF] {
+            XCTAssertEqual(BlueZBearer.disconnectReason(for: other), 0x13)
+        }
+    }
+
+    /// A socket that is no L2CAP link has no link handle: ending the link only closes the socket
+    /// (the peer sees it go), without an HCI command or an error.
+    func testEndingALinkWithoutAHandleClosesTheSocket() async throws {
+        var fds: [Int32] = [-1, -1]
+        XCTAssertEqual(socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue), 0, &fds), 0)
+        let peer = BlueZTarget(controller: 0, address: try XCTUnwrap(BlueZAddress("00:AA:01:01:00:01")))
+        let a = BlueZBearer(fd: fds[0], peer: peer)
+        let b = BlueZBearer(fd: fds[1], peer: peer)
+        XCTAssertNil(a.linkHandle)
+        try await a.disconnectLink(reason: 0x08)
+        do {
+            _ = try await b.receive(within: 5_000_000)
+            XCTFail("received after the peer ended the link")
+        } catch { XCTAssertEqual(error, .closed) }
+        await b.hangUp(reason: 0x13)  // the served side's way; closes as well
+        do {
+            try await b.send([1])
+            XCTFail("sent after hanging up")
+        } catch { XCTAssertEqual(error, .closed) }
+    }
 }
