@@ -15,26 +15,29 @@ import Transport
 public enum BlackBox {
     /// A black-box target for `kind` (device-speaker or device-sensor) reached through `connect`.
     /// `timeout` is the wait for each answer, in the link's time.
-    public static func target(_ kind: String, label: String, timeout: Int64 = 5_000_000,
+    /// `maxPDUs` caps the PDUs one input sends, repeats included (nil: no cap): a radio link
+    /// carries some hundred PDUs a second, and an input of 256 repeated Prepare Writes would
+    /// take seconds of the campaign.
+    public static func target(_ kind: String, label: String, timeout: Int64 = 5_000_000, maxPDUs: Int? = nil,
                               connect: @escaping @Sendable () -> any TimedATTBearer & LinkControl) throws(FuzzError) -> FuzzTarget {
         let base = try FuzzTargets.named(kind)
         let state = State()
         return FuzzTarget(name: kind, summary: "\(base.summary), black-box over \(label)", maxLength: base.maxLength, seeds: base.seeds,
-                          mutator: base.mutator, minimizeTries: 60) { input, f in
+                          mutator: base.mutator, minimizeTries: 60, execute: { input, f in
             let box = OutcomeBox()
             let semaphore = DispatchSemaphore(value: 0)
             Task {
                 let link = RecordingLink(connect())
-                let outcome = await session(kind, input, link: link, timeout: timeout, state: state, features: f)
+                let outcome = await session(kind, input, link: link, timeout: timeout, maxPDUs: maxPDUs, state: state, features: f)
                 state.setLast(await link.recording())
                 box.value = outcome
                 semaphore.signal()
             }
             semaphore.wait()
             return box.value
-        } artifact: { path in
+        }, artifact: { path in
             try? state.last()?.write(to: path + ".btsnoop", overwrite: true)
-        }
+        }, remote: label)
     }
 
     final class OutcomeBox: @unchecked Sendable {
@@ -53,13 +56,15 @@ public enum BlackBox {
         func setReference(_ n: Set<String>) { lock.withLock { referenceNetworks = n } }
     }
 
-    static func session(_ kind: String, _ input: [UInt8], link: RecordingLink, timeout: Int64, state: State, features f: Features) async -> FuzzOutcome {
-        let outcome = await exchange(kind, input, link: link, timeout: timeout, state: state, features: f)
+    static func session(_ kind: String, _ input: [UInt8], link: RecordingLink, timeout: Int64, maxPDUs: Int? = nil,
+                        state: State, features f: Features) async -> FuzzOutcome {
+        let outcome = await exchange(kind, input, link: link, timeout: timeout, maxPDUs: maxPDUs, state: state, features: f)
         await link.close()
         return outcome
     }
 
-    static func exchange(_ kind: String, _ input: [UInt8], link: RecordingLink, timeout: Int64, state: State, features f: Features) async -> FuzzOutcome {
+    static func exchange(_ kind: String, _ input: [UInt8], link: RecordingLink, timeout: Int64, maxPDUs: Int? = nil,
+                         state: State, features f: Features) async -> FuzzOutcome {
         await link.connect()
         if !(await link.isConnected()) {
             try? await link.wait(200_000)
@@ -93,10 +98,13 @@ public enum BlackBox {
         let notified = Notified()
         var clientMTU = mtu
         var exchanged = kind == "device-sensor"
+        var budget = maxPDUs ?? Int.max
         for (times, pdu) in DeviceTargets.pdus(body) {
-            guard let opcode = pdu.first else { continue }
+            guard let opcode = pdu.first, budget > 0 else { continue }
             f.add(2, UInt64(opcode) << 8 | Features.lengthClass(pdu.count))
-            for _ in 0..<min(times, 256) {
+            let repeats = min(times, 256, budget)
+            budget -= repeats
+            for _ in 0..<repeats {
                 do { try await link.send(pdu) } catch {
                     return .finding(kind: "link-dropped", detail: "the device dropped the link before PDU 0x\(String(opcode, radix: 16)) was sent (a crash or reset)")
                 }

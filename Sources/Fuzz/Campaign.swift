@@ -137,14 +137,15 @@ public final class Campaign {
                 if !foundKinds.contains(kind) {
                     foundKinds.insert(kind)
                     let minimal = minimize(input, kind: kind)
-                    let file = try Storage.writeFinding(minimal, kind: kind, detail: detail, target: target.name, quirks: quirks, to: options.findings)
+                    let file = try Storage.writeFinding(minimal, kind: kind, detail: detail, target: target.name, quirks: quirks,
+                                                        remote: target.remote, to: options.findings)
                     if let save = target.artifact {
                         // The minimized input once more, so the artifact shows it.
                         _ = target.execute(minimal, Features())
                         save(file)
                     }
                     findings.append(FindingRecord(kind: kind, detail: detail, file: file, inputLength: minimal.count, afterRuns: runs))
-                    progress("finding \(kind) after \(runs) runs: \(detail)\n  reproducer: \(file)  (gattlab fuzz reproduce \(file))")
+                    progress("finding \(kind) after \(runs) runs: \(detail)\n  reproducer: \(file)  (\(Storage.reproduceCommand(file, remote: target.remote)))")
                 }
                 if !options.keepGoing { break }
             }
@@ -249,11 +250,20 @@ public enum Storage {
     }
 
     /// A finding: the reproducer and a note beside it (target, kind, what was seen, how to replay it).
+    /// How to run a finding again: in-process with `fuzz reproduce`, or for a black-box finding,
+    /// its recorded exchange replayed against the device (the fault is the device's own).
+    public static func reproduceCommand(_ path: String, remote: String?) -> String {
+        guard let remote else { return "gattlab fuzz reproduce \(path)" }
+        return "gattlab replay run \(path).btsnoop --target \(remote) --allow-writes"
+    }
+
     public static func writeFinding(_ bytes: [UInt8], kind: String, detail: String, target: String, quirks: [String] = [],
-                                    to dir: String) throws(FuzzError) -> String {
+                                    remote: String? = nil, to dir: String) throws(FuzzError) -> String {
         let base = "\(target)-\(kind)-\(name(bytes))"
         let path = (dir as NSString).appendingPathComponent(base)
-        let note = "target: \(target)\nquirks: \(quirks.joined(separator: ", "))\nkind: \(kind)\ndetail: \(detail)\nlength: \(bytes.count)\nreproduce: gattlab fuzz reproduce \(path)\n"
+        var note = "target: \(target)\nquirks: \(quirks.joined(separator: ", "))\nkind: \(kind)\ndetail: \(detail)\nlength: \(bytes.count)\n"
+        if let remote { note += "device: \(remote) (black-box)\n" }
+        note += "reproduce: \(reproduceCommand(path, remote: remote))\n"
         try writeAtomically(Array(note.utf8), dir: dir, name: base + ".txt")
         return try writeAtomically(bytes, dir: dir, name: base)
     }

@@ -77,11 +77,16 @@ public struct FuzzTarget: Sendable {
     /// Saves what shows the last execution beside a finding (a black-box exchange as btsnoop),
     /// given the finding's path.
     public let artifact: (@Sendable (String) -> Void)?
+    /// The device a black-box target reaches (`unix:PATH`, `bluez:hci0/ADDR`); nil in-process. Its
+    /// findings are reproduced against that device, not by `gattlab fuzz reproduce`: the fault is
+    /// the device's (an emulator's --quirk the campaign does not know).
+    public let remote: String?
 
     public init(name: String, summary: String, maxLength: Int = 4096, seeds: @escaping @Sendable () -> [[UInt8]],
                 mutator: (@Sendable (inout [UInt8], inout FuzzRandom) -> Void)? = nil, minimizeTries: Int = 4000,
                 execute: @escaping @Sendable ([UInt8], Features) -> FuzzOutcome,
-                artifact: (@Sendable (String) -> Void)? = nil) {
+                artifact: (@Sendable (String) -> Void)? = nil, remote: String? = nil) {
+        self.remote = remote
         self.name = name
         self.summary = summary
         self.maxLength = maxLength

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Emulator
 import Fuzz
+import Transport
 
 /// `gattlab fuzz`: structure-aware fuzzing of the decoders and the emulated devices.
 struct FuzzCommand: ParsableCommand {
@@ -90,11 +91,14 @@ struct FuzzCommand: ParsableCommand {
         @Option(name: .customLong("target"), help: ArgumentHelp("Black-box: send device-speaker or device-sensor inputs to a device in another process (unix:PATH, see gattlab emulate --listen) or a real one (bluez:hciN/ADDR[/public|random]), one connection per input.", valueName: "target"))
         var remote: String?
 
-        @Option(name: .long, help: ArgumentHelp("unix: the emulator's --speed, so answer timeouts are in the device's time.", valueName: "factor"))
+        @Option(name: .long, help: ArgumentHelp("The emulator's --speed (unix:, or bluez: to gattlab emulate --hci), so answer timeouts are in the device's time.", valueName: "factor"))
         var speed: Double = 1
 
         @Option(name: .customLong("answer-timeout"), help: ArgumentHelp("Black-box: milliseconds of device time to wait for each answer.", valueName: "ms"))
         var answerTimeout: Double = 5000
+
+        @Option(name: .customLong("max-pdus"), help: ArgumentHelp("Black-box: send at most this many PDUs per input, repeats included (default: 128 over bluez:, no cap over unix:). A radio link carries some hundred PDUs a second; the prepare-queue oracle needs more than 64 KiB of Prepare Writes, so it is out of reach under a small cap.", valueName: "n"))
+        var maxPDUs: Int?
 
         @Flag(name: .customLong("keep-going"), help: "Go on after a finding (one reproducer per kind).")
         var keepGoing = false
@@ -120,6 +124,8 @@ struct FuzzCommand: ParsableCommand {
                 let parsed = try ReplayTarget.parse(remote)
                 if case .emulated = parsed { throw ValidationError("--target is unix:PATH or bluez:...; emu: devices are the in-process targets") }
             }
+            if let maxPDUs, maxPDUs < 1 { throw ValidationError("--max-pdus must be 1 or more") }
+            if maxPDUs != nil, remote == nil { throw ValidationError("--max-pdus is for black-box campaigns (--target unix:|bluez:)") }
             guard speed > 0, answerTimeout > 0 else { throw ValidationError("--speed and --answer-timeout must be positive") }
             if runs == nil && time == nil && ProcessInfo.processInfo.environment["CI"] != nil {
                 throw ValidationError("give --runs or --time in CI (a campaign without them runs until stopped)")
@@ -140,10 +146,17 @@ struct FuzzCommand: ParsableCommand {
                     let parsed = try ReplayTarget.parse(remote)
                     let (speed, label) = (speed, remote)
                     _ = try parsed.link(security: "low", speed: speed)  // fails now, not per input, on a bad target
+                    if case .bluez = parsed, !BlueZController.maySendCommands {
+                        // Each input must start on a new link; only an HCI Disconnect ends one now.
+                        printError("gattlab: error: fuzzing over bluez: ends each input's LE link with an HCI Disconnect, which needs CAP_NET_RAW; run as root or grant it (setcap cap_net_raw+ep)")
+                        throw ExitStatus.noPermission.exitCode
+                    }
                     // An answer needs no device timer: a process that is merely busy gets a
                     // second of wall time whatever the speed.
                     let timeout = Int64(max(answerTimeout * 1000, speed * 1_000_000))
-                    fuzzTarget = try BlackBox.target(target, label: label, timeout: timeout) {
+                    var cap = maxPDUs
+                    if case .bluez = parsed, cap == nil { cap = 128 }
+                    fuzzTarget = try BlackBox.target(target, label: label, timeout: timeout, maxPDUs: cap) {
                         // The parse succeeded above; a link is made per input (one connection each).
                         ((try? parsed.link(security: "low", speed: speed).link) ?? UnixSocketLink(path: "/nonexistent"))
                     }
@@ -183,6 +196,7 @@ struct FuzzCommand: ParsableCommand {
                 if let runs { args += ["--runs", String(max(1, runs / jobs))] }
                 if let time { args += ["--time", time] }
                 if let remote { args += ["--target", remote, "--speed", String(speed), "--answer-timeout", String(answerTimeout)] }
+                if let maxPDUs { args += ["--max-pdus", String(maxPDUs)] }
                 if let corpus { args += ["--corpus", corpus] }
                 for q in quirk { args += ["--quirk", q] }
                 if keepGoing { args.append("--keep-going") }
@@ -220,7 +234,7 @@ struct FuzzCommand: ParsableCommand {
                 for f in findings {
                     print("  \(f.kind) after \(f.afterRuns) runs: \(f.detail)")
                     print("    reproducer (\(f.inputLength) bytes): \(f.file)")
-                    print("    gattlab fuzz reproduce \(f.file)")
+                    print("    \(Storage.reproduceCommand(f.file, remote: remote))")
                 }
                 if crashedJobs > 0 { print("  \(crashedJobs) job\(crashedJobs == 1 ? "" : "s") crashed; its input is in \(self.findings) (*-crash-*)") }
             }
@@ -262,7 +276,14 @@ struct FuzzCommand: ParsableCommand {
             let outcome = fuzzTarget.run(Array(data))
             switch outcome {
             case .ok:
-                print("\(file): \(name)\(quirks.isEmpty ? "" : " (quirks: \(quirks.joined(separator: ", ")))"): no finding; the bug no longer reproduces")
+                if let device = note?.device {
+                    // Found black-box: the fault was the device's, which this process does not have.
+                    print("\(file): \(name)\(quirks.isEmpty ? "" : " (quirks: \(quirks.joined(separator: ", ")))"): no finding in-process; "
+                          + "it was found black-box on \(device): give the device's faults (--quirk), or replay its exchange: "
+                          + Storage.reproduceCommand(file, remote: device))
+                } else {
+                    print("\(file): \(name)\(quirks.isEmpty ? "" : " (quirks: \(quirks.joined(separator: ", ")))"): no finding; the bug no longer reproduces")
+                }
             case .finding(let kind, let detail):
                 print("\(file): \(name)\(quirks.isEmpty ? "" : " (quirks: \(quirks.joined(separator: ", ")))"): \(kind): \(detail)")
                 throw ExitStatus.finding.exitCode
@@ -275,6 +296,8 @@ struct FuzzCommand: ParsableCommand {
 struct FindingNote {
     var target: String?
     var quirks: [String] = []
+    /// The device of a black-box finding.
+    var device: String?
 
     init?(path: String) {
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
@@ -282,6 +305,7 @@ struct FindingNote {
             let parts = line.split(separator: ":", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
             guard parts.count == 2 else { continue }
             if parts[0] == "target" { target = parts[1] }
+            if parts[0] == "device" { device = parts[1].split(separator: " ").first.map(String.init) }
             if parts[0] == "quirks" { quirks = parts[1].split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty } }
         }
     }

@@ -107,6 +107,34 @@ final class FuzzTests: XCTestCase {
         XCTAssertTrue(FileManager.default.fileExists(atPath: capture))
         let crashes = await emulator.counters.crashes
         XCTAssertGreaterThan(crashes, 0)
+        // The note says where it was found and how to run it again there: the fault is the
+        // device's, so an in-process `fuzz reproduce` without the quirk would not show it.
+        let note = try String(contentsOfFile: finding.file + ".txt", encoding: .utf8)
+        XCTAssertTrue(note.contains("device: unix:\(path) (black-box)"), note)
+        XCTAssertTrue(note.contains("reproduce: gattlab replay run \(finding.file).btsnoop --target unix:\(path) --allow-writes"), note)
+    }
+
+    /// --max-pdus: an input of many repeated requests sends only as many PDUs as allowed, and
+    /// the connection still ends cleanly.
+    func testBlackBoxCapsThePDUsOfAnInput() async throws {
+        let path = dir.appendingPathComponent("cap.sock").path
+        let spec = try XCTUnwrap(EmulatedDeviceSpec.named("speaker"))
+        let emulator = try SocketEmulator(device: spec, seed: 1, path: path, speed: 100)
+        let stop = StopSignal()
+        let served = Task { await emulator.serve(stop: stop) }
+        // Read Request of handle 0x0001, 100 times; then an Exchange MTU Request once.
+        let input: [UInt8] = [99, 3, 0x0A, 0x01, 0x00, 0, 3, 0x02, 0x17, 0x00]
+        let outcomes = try await Task.detached {
+            let capped = try BlackBox.target("device-speaker", label: "unix:\(path)", timeout: 200_000_000, maxPDUs: 7) { UnixSocketLink(path: path, speed: 100) }
+            let whole = try BlackBox.target("device-speaker", label: "unix:\(path)", timeout: 200_000_000) { UnixSocketLink(path: path, speed: 100) }
+            return [capped.run(input), whole.run(input)]
+        }.value
+        stop.stop()
+        _ = await served.value
+        XCTAssertEqual(outcomes, [.ok, .ok])
+        let counters = await emulator.counters
+        XCTAssertEqual(counters.connections, 2)
+        XCTAssertEqual(counters.pdusIn, 7 + 101, "7 PDUs under the cap, then all 100 reads and the MTU exchange")
     }
 
     func testRegressionInputsInCorpusStayClean() throws {

@@ -75,4 +75,44 @@ final class EmulateQuirkTests: XCTestCase {
             XCTAssertTrue(r.stdout.contains("\n  \(name) "), "\(name) listed:\n\(r.stdout)")
         }
     }
+
+    /// A black-box campaign against an emulator process with a planted bug: the finding's note
+    /// and summary say to replay its exchange against that device (the fault is the device's), and
+    /// `fuzz reproduce` says so too unless given the device's quirk.
+    func testBlackBoxFindingsSayWhereTheyReproduce() throws {
+        let gattlab = try Harness.gattlab
+        let dir = try Harness.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let path = dir.appendingPathComponent("speaker.sock").path
+        let emulator = Process()
+        emulator.executableURL = gattlab
+        emulator.arguments = ["emulate", "speaker", "--quirk", "ssid-overflow", "--quiet", "--listen", "unix:\(path)", "--speed", "100"]
+        emulator.standardOutput = FileHandle.nullDevice
+        emulator.standardError = FileHandle.nullDevice
+        try emulator.run()
+        defer { emulator.terminate(); emulator.waitUntilExit() }
+        _ = try connect(path)  // it listens
+
+        let findings = dir.appendingPathComponent("findings").path
+        let r = try Harness.gattlab(["fuzz", "run", "device-speaker", "--target", "unix:\(path)", "--speed", "100", "--max-pdus", "8",
+                                     "--runs", "2000", "--findings", findings, "--quiet"], timeout: 120)
+        XCTAssertEqual(r.status, 1, r.stdout + r.stderr)
+        let file = try XCTUnwrap(try FileManager.default.contentsOfDirectory(atPath: findings).first { !$0.contains(".") })
+        let finding = (findings as NSString).appendingPathComponent(file)
+        let replay = "gattlab replay run \(finding).btsnoop --target unix:\(path) --allow-writes"
+        XCTAssertTrue(r.stdout.contains(replay), r.stdout)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: finding + ".btsnoop"))
+
+        let plain = try Harness.gattlab(["fuzz", "reproduce", finding])
+        XCTAssertEqual(plain.status, 0, plain.stderr)
+        XCTAssertTrue(plain.stdout.contains("no finding in-process; it was found black-box on unix:\(path)"), plain.stdout)
+        XCTAssertTrue(plain.stdout.contains(replay), plain.stdout)
+        let quirked = try Harness.gattlab(["fuzz", "reproduce", finding, "--quirk", "ssid-overflow"])
+        XCTAssertEqual(quirked.status, 1, quirked.stdout + quirked.stderr)
+        XCTAssertTrue(quirked.stdout.contains("firmware-crash"), quirked.stdout)
+
+        let misplaced = try Harness.gattlab(["fuzz", "run", "device-speaker", "--max-pdus", "3", "--runs", "1"])
+        XCTAssertEqual(misplaced.status, 64)
+        XCTAssertTrue(misplaced.stderr.contains("--max-pdus is for black-box campaigns"), misplaced.stderr)
+    }
 }
