@@ -123,6 +123,9 @@ struct FuzzCommand: ParsableCommand {
                 guard quirk.isEmpty else { throw ValidationError("quirks are the device's: give them to gattlab emulate --quirk, not here") }
                 let parsed = try ReplayTarget.parse(remote)
                 if case .emulated = parsed { throw ValidationError("--target is unix:PATH or bluez:...; emu: devices are the in-process targets") }
+                if case .bluez = parsed, jobs > 1 {
+                    throw ValidationError("--jobs over bluez: would open several links to one device at once; a device serves one central here")
+                }
             }
             if let maxPDUs, maxPDUs < 1 { throw ValidationError("--max-pdus must be 1 or more") }
             if maxPDUs != nil, remote == nil { throw ValidationError("--max-pdus is for black-box campaigns (--target unix:|bluez:)") }
