@@ -1,14 +1,13 @@
 #!/usr/bin/env python3
 """Host-side checks of a VM harness run (Scripts/vm/vm-test.sh): prints one PASS or FAIL line per
-check with its figures; the exit status is the number of failed checks."""
-import argparse, json, os, subprocess, sys
+check with its figures (details indented below it); the exit status is the number of failed
+checks. What the guest did is in OUT/guest-status (key=value lines, see guest.sh)."""
+import argparse, json, os, re, struct, subprocess, sys
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--gattlab", required=True)
 ap.add_argument("--out", required=True)
-ap.add_argument("--replay-rc", default="")
-ap.add_argument("--replay-seconds", default="?")
-ap.add_argument("--bench-rc", default="")
+ap.add_argument("--expected", required=True, help="folder of the recorded sessions' NAME.timeline.json")
 ap.add_argument("--bench-writes", type=int, default=0)
 a = ap.parse_args()
 out = a.out
@@ -25,6 +24,10 @@ def bad(msg):
     print("FAIL: " + msg)
 
 
+def detail(msg):
+    print("    " + msg)
+
+
 def run(cmd, timeout=120):
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
@@ -37,30 +40,62 @@ def load(path):
     try:
         with open(path) as f:
             return json.load(f)
-    except Exception as e:  # noqa: BLE001
+    except Exception:  # noqa: BLE001
         return None
 
 
-# 1. The replay over the real link.
-rep = load(os.path.join(out, "replay.json"))
-if rep is None:
-    err = open(os.path.join(out, "replay.log")).read().strip() if os.path.exists(os.path.join(out, "replay.log")) else ""
-    bad(f"replay: no report (exit status {a.replay_rc or '?'}): {err.splitlines()[-1] if err else 'no output'}")
-else:
-    steps = rep.get("steps", [])
-    counts = rep.get("counts", {})
-    figures = (f"1 session, {len(steps)} steps ({', '.join(f'{v} {k}' for k, v in sorted(counts.items()))}), "
-               f"replay {rep.get('duration', 0) / 1e6:.1f} s, process {a.replay_seconds} s, target {rep.get('target')}")
-    if rep.get("verdict") == "equivalent" and a.replay_rc == "0":
-        ok("replay of speaker-ota-mtu247 over the kernel LE link is equivalent: " + figures)
-    else:
-        bad(f"replay verdict {rep.get('verdict')} (exit status {a.replay_rc}): " + figures)
-        for s in steps:
-            if s.get("status") != "ok":
-                print(f"    step {s.get('step')} {s.get('action')} {s.get('name') or ''}: {s.get('status')}; "
-                      + "; ".join(s.get("differences", []) + s.get("observed", [])))
+def last_line(path):
+    try:
+        lines = open(path).read().strip().splitlines()
+        return lines[-1] if lines else "no output"
+    except OSError:
+        return "no output"
 
-# 2. tshark reads both captures; 3. they agree on the ATT layer record for record.
+
+status = {}
+sessions, fuzz = [], {}
+for line in open(os.path.join(out, "guest-status")):
+    key, _, value = line.rstrip("\n").partition("=")
+    if key == "session":
+        name, rc, t0, t1 = value.split()
+        sessions.append({"name": name, "rc": rc, "start": float(t0), "end": float(t1)})
+    elif key == "fuzz":
+        name, rc, t0, t1 = value.split()
+        fuzz[name] = {"rc": rc, "start": float(t0), "end": float(t1)}
+    else:
+        status[key] = value
+central_index = int(status.get("central", "hci0")[3:])
+
+# 1. Every recorded session replayed over the kernel link is equivalent.
+equivalent, figures = 0, []
+for s in sessions:
+    rep = load(os.path.join(out, f"replay-{s['name']}.json"))
+    seconds = s["end"] - s["start"]
+    if rep is None:
+        log = os.path.join(out, "replay-" + s["name"] + ".log")
+        bad(f"replay of {s['name']}: no report (exit status {s['rc']}): {last_line(log)}")
+        continue
+    steps = rep.get("steps", [])
+    line = f"{s['name']}: {len(steps)} steps, {rep.get('verdict')}, {seconds:.1f} s"
+    if rep.get("verdict") == "equivalent" and s["rc"] == "0":
+        equivalent += 1
+        figures.append(line)
+    else:
+        bad(f"replay of {s['name']} over the kernel LE link: {rep.get('verdict')} (exit status {s['rc']}), {len(steps)} steps, {seconds:.1f} s")
+        for st in steps:
+            if st.get("status") != "ok":
+                detail(f"step {st.get('step')} {st.get('action')} {st.get('name') or ''}: {st.get('status')}; "
+                       + "; ".join(st.get("differences", []) + st.get("observed", [])))
+if sessions and equivalent == len(sessions):
+    total = sum(s["end"] - s["start"] for s in sessions)
+    ok(f"{equivalent} of {len(sessions)} recorded sessions replayed equivalent over the kernel LE link "
+       f"({total:.1f} s of replays, target {status.get('central', '?')} -> emulated peripheral on {status.get('peripheral', '?')})")
+    for f in figures:
+        detail(f)
+elif not sessions:
+    bad("no session was replayed (guest-status has no session= lines)")
+
+# 2. tshark reads every capture; 3. they agree on the ATT layer record for record.
 caps = {"btmon": os.path.join(out, "btmon.btsnoop"), "tcpdump": os.path.join(out, "monitor.pcap"),
         "gattlab capture": os.path.join(out, "gattlab-capture.btsnoop")}
 fields = ["hci_mon.adapter_id", "hci_mon.opcode", "btatt.opcode", "btatt.handle", "btatt.value"]
@@ -78,39 +113,185 @@ for name, path in caps.items():
     att[name] = so2.splitlines()
 if len(att) == len(caps):
     ok("tshark reads every capture: " + ", ".join(f"{n} {totals[n]} records ({len(att[n])} ATT)" for n in caps))
-    b = att["btmon"]
+
+    # Record for record on each controller: the kernel hands a controller's packets to every
+    # monitor socket in one order (one ordered workqueue per controller), but two controllers'
+    # packets, handled on two CPUs at once, can reach two sockets interleaved differently.
+    def per_adapter(lines):
+        streams = {}
+        for line in lines:
+            streams.setdefault(line.split("\t")[0], []).append(line)
+        return streams
+
+    b = per_adapter(att["btmon"])
     for other in ["tcpdump", "gattlab capture"]:
-        t = att[other]
-        same = sum(1 for x, y in zip(b, t) if x == y)
-        if b == t and b:
-            ok(f"btmon and {other} agree on the ATT layer record for record: {same} of {len(b)} ATT PDUs identical "
+        t = per_adapter(att[other])
+        agree, problems = 0, []
+        for adapter in sorted(set(b) | set(t)):
+            x, y = b.get(adapter, []), t.get(adapter, [])
+            same = sum(1 for p, q in zip(x, y) if p == q)
+            agree += same
+            if x != y:
+                first = next((i for i, (p, q) in enumerate(zip(x, y)) if p != q), min(len(x), len(y)))
+                problems.append(f"controller {adapter}: {len(x)} vs {len(y)} ATT PDUs, {same} identical, first difference at its "
+                                f"ATT PDU {first + 1}: {x[first] if first < len(x) else '-'} | {y[first] if first < len(y) else '-'}")
+        n = len(att["btmon"])
+        if not problems and n:
+            ok(f"btmon and {other} agree on the ATT layer record for record on each controller: {agree} of {n} ATT PDUs identical "
                f"(adapter, monitor opcode, ATT opcode, handle, value); all records: {totals['btmon']} vs {totals[other]}")
         else:
-            first = next((i for i, (x, y) in enumerate(zip(b, t)) if x != y), min(len(b), len(t)))
-            bad(f"btmon and {other} differ on the ATT layer: {len(b)} vs {len(t)} ATT PDUs, {same} identical, first "
-                f"difference at ATT PDU {first + 1}: {b[first] if first < len(b) else '-'} | {t[first] if first < len(t) else '-'}")
+            bad(f"btmon and {other} differ on the ATT layer: {n} vs {len(att[other])} ATT PDUs")
+            for p in problems:
+                detail(p)
     # Both controllers are in the capture: each PDU once sent (monitor opcode 4, ACL TX) and once received (5).
-    tx = sum(1 for line in b if line.split("\t")[1:2] == ["4"])
-    rx = sum(1 for line in b if line.split("\t")[1:2] == ["5"])
-    print(f"    ATT PDUs in the btmon capture: {tx} sent, {rx} received (two controllers: each PDU appears once each way)")
+    tx = sum(1 for line in att["btmon"] if line.split("\t")[1:2] == ["4"])
+    rx = sum(1 for line in att["btmon"] if line.split("\t")[1:2] == ["5"])
+    detail(f"ATT PDUs in the btmon capture: {tx} sent, {rx} received (two controllers: each PDU appears once each way)")
 
-# 4. gattlab's timeline of the btmon capture, and of its own capture, shows the OTA to SUCCESS.
+# 4. The live captures, cut into the replayed sessions (the central's side, the session's time),
+# decode to the timelines the recordings have: same outcome, protocols, phases, findings and
+# protocol events, by meaning (RSSI, progress and times vary with the run).
+BTSNOOP_EPOCH = 0x00DCDDB30F2F8000  # btsnoop timestamps count microseconds from year 0
+VOLATILE = {"rssi", "progress", "downloadedKB"}
+
+
+def cut(path, windows, prefix):
+    """Writes one btsnoop file per (name, start, end) window of `path` (a btsnoop file); returns
+    {name: (path, records)}."""
+    data = open(path, "rb").read()
+    header, pos = data[:16], 16
+    files = {name: [header, 0] for name, _, _ in windows}
+    while pos + 24 <= len(data):
+        _, incl, _, _, ts = struct.unpack(">IIIIq", data[pos:pos + 24])
+        record = data[pos:pos + 24 + incl]
+        pos += 24 + incl
+        t = (ts - BTSNOOP_EPOCH) / 1e6
+        for name, start, end in windows:
+            if start - 0.2 <= t <= end + 0.5:
+                files[name][0] += record
+                files[name][1] += 1
+    result = {}
+    for name, (content, count) in files.items():
+        p = f"{prefix}-{name}.btsnoop"
+        with open(p, "wb") as f:
+            f.write(content)
+        result[name] = (p, count)
+    return result
+
+
+def meaning(timeline):
+    devices = [(d.get("outcome"), tuple(sorted(d.get("protocols", [])))) for d in timeline.get("devices", [])]
+    # Phases as a set: two that start together (SUCCESS and REBOOT in one notification burst) sort
+    # either way; their order is in the protocol events.
+    phases = sorted(p.get("name") for p in timeline.get("phases", []))
+    findings = sorted({f.get("id") for f in timeline.get("findings", [])})
+    events = []
+    for e in timeline.get("events", []):
+        if e.get("lane") == "link":
+            continue
+        key = (e.get("kind"), json.dumps({k: v for k, v in e.get("fields", {}).items() if k not in VOLATILE}, sort_keys=True))
+        if not events or events[-1] != key:  # DOWNLOADING 10 %, 20 %, ... is one step
+            events.append(key)
+    return {"devices": devices, "connections": len(timeline.get("connections", [])), "phases": phases,
+            "findings": findings, "events": events}
+
+
+windows = [(s["name"], s["start"], s["end"]) for s in sessions]
 for name in ["btmon", "gattlab capture"]:
     cap = caps[name]
-    if not os.path.exists(cap):
+    if not os.path.exists(cap) or not windows:
         continue
-    rc, so, se = run([a.gattlab, "timeline", cap])
-    with open(os.path.join(out, f"timeline-{name.replace(' ', '-')}.txt"), "w") as f:
-        f.write(so + se)
-    lines = [l for l in so.splitlines() if "SUCCESS" in l]
-    if rc in (0, 1) and lines:
-        ok(f"gattlab timeline of {name}'s file shows the OTA to SUCCESS ({len(so.splitlines())} lines; "
-           f"first: {lines[0].strip()[:100]})")
-    else:
-        bad(f"gattlab timeline of {name}'s file (exit {rc}) shows no SUCCESS; see {out}: "
-            + (se.strip().splitlines() or ["-"])[-1])
+    tag = name.replace(" ", "-")
+    central = os.path.join(out, f"central-{tag}.btsnoop")
+    rc, so, se = run([a.gattlab, "convert", "--to", "btsnoop", "--index", str(central_index), "--force", cap, central])
+    if rc != 0:
+        bad(f"gattlab convert --index {central_index} of {name}'s file failed (exit {rc}): {(se.strip().splitlines() or ['-'])[-1]}")
+        continue
+    os.makedirs(os.path.join(out, "sessions"), exist_ok=True)
+    pieces = cut(central, windows, os.path.join(out, "sessions", tag))
+    same, lines = 0, []
+    for s in sessions:
+        piece, records = pieces[s["name"]]
+        expected = load(os.path.join(a.expected, s["name"] + ".timeline.json"))
+        rc, so, se = run([a.gattlab, "timeline", "--format", "json", "--pretty", piece])
+        live = json.loads(so) if rc in (0, 1) and so.strip().startswith("{") else None
+        if live is not None:
+            with open(piece.replace(".btsnoop", ".timeline.json"), "w") as f:
+                f.write(so)
+        if expected is None or live is None:
+            lines.append(f"{s['name']}: no timeline (expected {'found' if expected else 'missing'}, live exit {rc}: "
+                         f"{(se.strip().splitlines() or ['-'])[-1]})")
+            continue
+        m_live, m_exp = meaning(live), meaning(expected)
+        if m_live == m_exp:
+            same += 1
+            dev = m_live["devices"][0] if m_live["devices"] else ("-", ())
+            lines.append(f"{s['name']}: {records} records, {m_live['connections']} connection(s), {dev[0]} "
+                         f"({', '.join(dev[1])}), {len(m_live['events'])} protocol events, phases {'/'.join(m_live['phases']) or '-'}"
+                         + (f", findings {', '.join(m_live['findings'])}" if m_live["findings"] else ""))
+        else:
+            diffs = [k for k in m_live if m_live[k] != m_exp[k]]
+            lines.append(f"{s['name']}: DIFFERS in {', '.join(diffs)}")
+            for k in diffs:
+                if k == "events":
+                    i = next((i for i, (x, y) in enumerate(zip(m_live[k], m_exp[k])) if x != y), min(len(m_live[k]), len(m_exp[k])))
+                    lines.append(f"  events: {len(m_live[k])} live vs {len(m_exp[k])} expected; first difference at {i + 1}: "
+                                 f"{m_live[k][i] if i < len(m_live[k]) else '-'} | {m_exp[k][i] if i < len(m_exp[k]) else '-'}")
+                else:
+                    lines.append(f"  {k}: live {m_live[k]} | expected {m_exp[k]}")
+    msg = (f"{name}'s live capture, cut into the {len(sessions)} replayed sessions (central {status.get('central')}), "
+           f"decodes to the recorded timelines: {same} of {len(sessions)} the same by meaning")
+    (ok if same == len(sessions) else bad)(msg)
+    for line in lines:
+        detail(line)
 
-# 5. Write round trips between the two controllers.
+# 5. Black-box fuzzing through the kernel stack: nothing found in the healthy devices, the
+# planted bug found in each device that has one (NAME-healthy, NAME-QUIRK; see guest.sh).
+def emulator_log(name):
+    try:
+        return open(os.path.join(out, f"emulate-fuzz-{name}.log")).read().splitlines()
+    except OSError:
+        return []
+
+
+if not fuzz:
+    bad("no black-box fuzz campaign ran (guest-status has no fuzz= lines)")
+for name, f in fuzz.items():
+    s = load(os.path.join(out, f"fuzz-{name}.json"))
+    device, _, quirk = name.partition("-")
+    log = emulator_log(name)
+    clients = sum(1 for l in log if l.startswith("client "))
+    crashes = [l for l in log if "firmware crash" in l]
+    if s is None:
+        bad(f"black-box fuzzing of the {device} ({quirk}): no summary (exit {f['rc']}): {last_line(os.path.join(out, f'fuzz-{name}.log'))}")
+        continue
+    found = s.get("findings", [])
+    links = f"{clients} LE links for {s.get('runs')} inputs"
+    if quirk == "healthy":
+        if f["rc"] == "0" and not found:
+            ok(f"black-box fuzzing over the kernel link finds nothing in the healthy {device}: {s.get('runs')} inputs from seed 1 "
+               f"in {s.get('seconds', 0):.1f} s ({s.get('execsPerSecond', 0):.1f} inputs/s; the emulator saw {links})")
+        else:
+            bad(f"black-box fuzzing of the healthy {device} reported {len(found)} finding(s) (exit {f['rc']}): "
+                + "; ".join(f"{x.get('kind')}: {x.get('detail')}" for x in found))
+        continue
+    # The minimized reproducer, and the exchange that found it as a capture Wireshark opens.
+    kept = [x for x in found
+            if all(os.path.exists(os.path.join(out, f"fuzz-{name}", os.path.basename(x.get("file", "")) + ext)) for ext in ["", ".btsnoop"])]
+    if f["rc"] == "1" and found and kept:
+        x = found[0]
+        ok(f"black-box fuzzing through the kernel stack finds the {device}'s planted bug ({quirk}): {x.get('kind')} after "
+           f"{x.get('afterRuns')} inputs ({s.get('seconds', 0):.1f} s with minimizing; the emulator saw {links}"
+           + (f", {len(crashes)} firmware crashes" if crashes else "") + f"), reproducer {x.get('inputLength')} bytes")
+        detail(x.get("detail", ""))
+        if crashes:
+            detail(f"emulator: {crashes[0][:160]}")
+        detail(f"reproducer and its exchange: {os.path.join(out, f'fuzz-{name}', os.path.basename(x.get('file', '')))}[.btsnoop]")
+    else:
+        bad(f"black-box fuzzing did not find the {device}'s planted bug {quirk} (exit {f['rc']}, {len(found)} findings, "
+            f"{len(kept)} with their files, {len(crashes)} firmware crashes logged, {s.get('runs')} runs)")
+
+# 6. Write round trips between the two controllers.
 bench = load(os.path.join(out, "bench.json"))
 if a.bench_writes and bench is not None:
     subs = [s for s in bench.get("steps", []) if s.get("action") == "subscribe"]
@@ -118,10 +299,10 @@ if a.bench_writes and bench is not None:
     if len(times) >= 2 and times[-1] > times[0]:
         per = (times[-1] - times[0]) / (len(times) - 1)
         ok(f"write round trips: {len(times)} Write Requests answered, {1e6 / per:.1f} round trips/s "
-           f"({per / 1000:.2f} ms each) between the two controllers (bench exit {a.bench_rc})")
+           f"({per / 1000:.2f} ms each) between the two controllers (bench exit {status.get('bench_rc')})")
     else:
-        bad(f"write round-trip benchmark: {len(times)} of {len(subs)} writes answered (verdict {bench.get('verdict')}, exit {a.bench_rc})")
+        bad(f"write round-trip benchmark: {len(times)} of {len(subs)} writes answered (verdict {bench.get('verdict')}, exit {status.get('bench_rc')})")
 elif a.bench_writes:
-    bad(f"write round-trip benchmark: no report (exit status {a.bench_rc or 'not run'})")
+    bad(f"write round-trip benchmark: no report (exit status {status.get('bench_rc') or 'not run'})")
 
 sys.exit(min(fails, 100))

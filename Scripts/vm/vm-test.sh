@@ -1,19 +1,28 @@
 #!/bin/bash
 # make vm-test: GATTLab against a real kernel BlueZ stack without Bluetooth hardware.
 # Boots a Debian kernel under qemu (TCG unless real KVM works) with the host root shared
-# read-only over 9p; inside (Scripts/vm/guest.sh), btvirt links two virtual LE controllers,
-# `gattlab emulate speaker-ota --hci` serves the emulated speaker as a peripheral on one, and
-# `gattlab replay run --target bluez:` replays a recorded OTA from the other, while btmon and
-# tcpdump capture. Then checks here, on the host, each with its figures and a PASS or FAIL line.
+# read-only over 9p; inside (Scripts/vm/guest.sh), btvirt links two virtual LE controllers;
+# `gattlab emulate SCENARIO --hci` serves the emulated speaker or sensor as a peripheral on one,
+# while from the other `gattlab replay run --target bluez:` replays the recorded Captures/ sessions,
+# a write benchmark runs, and `gattlab fuzz run --target bluez:` fuzzes a healthy speaker and one
+# with a planted bug; btmon, tcpdump and `gattlab capture` capture it all. Then checks here, on
+# the host, each with its figures and a PASS or FAIL line.
 #
-# Environment: VM_TIMEOUT (s, whole VM run, default 300), GATTLAB (a built binary to use instead
-# of building), BENCH_WRITES (write round trips to time, default 200), FORCE_TCG=1.
+# Environment: VM_TIMEOUT (s, whole VM run, default 420), GATTLAB (a built binary to use instead
+# of building), VM_SESSIONS, VM_SPEED (below), BENCH_WRITES (write round trips to time, default
+# 200), FORCE_TCG=1.
 set -u
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 W=$REPO/.build-vm
 OUT=$W/out
-VM_TIMEOUT=${VM_TIMEOUT:-300}
+VM_TIMEOUT=${VM_TIMEOUT:-420}
 BENCH_WRITES=${BENCH_WRITES:-200}
+# Recorded sessions (Captures/emulated, without .btsnoop) replayed in the VM, and the device speed
+# their emulators run at (timers 10x: an OTA's 14 s of device time takes 1.4 s).
+VM_SESSIONS=${VM_SESSIONS:-"speaker-ota-mtu247 speaker-ota-mtu23 speaker-wrong-password-mtu23 speaker-reboot-validate-mtu247
+  speaker-disconnect-downloading-mtu23 sensor-scan-mtu247 sensor-scan-mtu23 sensor-scan-separate-markers-mtu23
+  sensor-mtu23-only-mtu247 sensor-scan-missing-end-mtu247"}
+VM_SPEED=${VM_SPEED:-10}
 PACKAGES="qemu-system-x86 bluez bluez-test-tools busybox-static kmod cpio tcpdump tshark python3"
 T_START=$(date +%s.%N)
 elapsed() { awk -v a="$(date +%s.%N)" -v b="$1" 'BEGIN{printf "%.1f", a-b}'; }
@@ -72,10 +81,24 @@ while read -r f; do cp "$f" "$D/mods/" && basename "$f"; done < "$D/mods/paths" 
 cp "$REPO/Scripts/vm/initramfs-init.sh" "$D/init"; chmod +x "$D/init"
 (cd "$D" && find . | cpio -o -H newc --quiet | gzip -1) > "$INITRD" || die "cannot build the initramfs"
 
-# 5. The benchmark script: N Write Requests (the speaker's status CCCD, harmless) in one session.
-rm -rf "$OUT"; mkdir -p "$OUT"
+# 5. The sessions to replay: Captures/emulated recordings of the speaker and the sensor, each
+# against the emulator of its own scenario (the name without -mtuNN). Their secrets are the
+# emulator's made-up ones, so the scripts keep them (--reveal-secrets) and need no --set.
+rm -rf "$OUT" "$W/scripts"; mkdir -p "$OUT" "$W/scripts"
+: > "$W/sessions.tsv"
+for name in $VM_SESSIONS; do
+  capture=$REPO/Captures/emulated/$name.btsnoop
+  [ -f "$capture" ] || die "VM_SESSIONS: no capture $capture"
+  "$GL" replay extract "$capture" --reveal-secrets -o "$W/scripts/$name.json" > /dev/null 2> "$OUT/extract.log" \
+    || die "gattlab replay extract $capture failed: $(tail -1 "$OUT/extract.log")"
+  printf '%s\t%s\t%s\t%s\n' "$name" "${name%-mtu*}" "$W/scripts/$name.json" "$VM_SPEED" >> "$W/sessions.tsv"
+done
+echo "vm-test: $(wc -l < "$W/sessions.tsv") sessions to replay at device speed ${VM_SPEED}x: $VM_SESSIONS"
+
+# The benchmark script: N Write Requests (the speaker's status CCCD, harmless) in one session.
 rm -f "$W/bench-writes.json"
-"$GL" replay extract "$REPO/Captures/emulated/speaker-ota-mtu247.btsnoop" -o "$OUT/ota-script.json" > /dev/null 2>&1 || true
+cp "$W/scripts/speaker-ota-mtu247.json" "$OUT/ota-script.json" 2>/dev/null \
+  || "$GL" replay extract "$REPO/Captures/emulated/speaker-ota-mtu247.btsnoop" -o "$OUT/ota-script.json" > /dev/null 2>&1 || true
 python3 "$REPO/Scripts/vm/bench-script.py" "$OUT/ota-script.json" "$BENCH_WRITES" "$W/bench-writes.json" \
   || echo "vm-test: note: no benchmark script (see above); the round-trip figure will be missing"
 
@@ -106,10 +129,8 @@ status() { sed -n "s/^$1=//p" "$OUT/guest-status" 2>/dev/null | tail -1; }
 pass "VM run: $ACCEL_NAME, $VM_SECONDS s (guest script started at $(status boot_uptime) s uptime; controllers after $(status controller_tries) tries: central $(status central), peripheral $(status peripheral))"
 
 # 7. Checks on the host.
-exec 3>&1
-python3 "$REPO/Scripts/vm/check.py" --gattlab "$GL" --out "$OUT" \
-  --replay-rc "$(status replay_rc)" --replay-seconds "$(status replay_seconds)" \
-  --bench-rc "$(status bench_rc)" --bench-writes "$BENCH_WRITES" > "$OUT/checks.txt" || FAILS=$((FAILS + $?))
+python3 "$REPO/Scripts/vm/check.py" --gattlab "$GL" --out "$OUT" --expected "$REPO/Captures/emulated" \
+  --bench-writes "$BENCH_WRITES" > "$OUT/checks.txt" || FAILS=$((FAILS + $?))
 cat "$OUT/checks.txt"
 PASSES=$((PASSES + $(grep -c '^PASS' "$OUT/checks.txt")))
 
