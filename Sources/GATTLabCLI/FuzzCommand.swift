@@ -135,6 +135,25 @@ struct FuzzCommand: ParsableCommand {
             }
         }
 
+        /// Connects once and hangs up; nil when that worked, else why not.
+        static func firstConnectionFails(_ link: any TimedATTBearer & LinkControl,
+                                         failure: @escaping @Sendable () async -> String?) -> String? {
+            final class Box: @unchecked Sendable { var why: String? }  // written before the signal, read after
+            let box = Box()
+            let done = DispatchSemaphore(value: 0)
+            Task {
+                await link.connect()
+                if await link.isConnected() {
+                    await link.close()
+                } else {
+                    box.why = await failure() ?? "no connection"
+                }
+                done.signal()
+            }
+            done.wait()
+            return box.why
+        }
+
         static func seconds(_ text: String) -> Double? {
             let units: [Character: Double] = ["s": 1, "m": 60, "h": 3600]
             if let last = text.last, let unit = units[last] { return Double(text.dropLast()).map { $0 * unit }.flatMap { $0 > 0 ? $0 : nil } }
@@ -148,7 +167,12 @@ struct FuzzCommand: ParsableCommand {
                 if let remote {
                     let parsed = try ReplayTarget.parse(remote)
                     let (speed, label) = (speed, remote)
-                    _ = try parsed.link(security: "low", speed: speed)  // fails now, not per input, on a bad target
+                    // A device that cannot be reached at all is no finding: say why, once.
+                    let probe = try parsed.link(security: "low", speed: speed)
+                    if let why = Self.firstConnectionFails(probe.link, failure: probe.failure) {
+                        printError("gattlab: error: cannot reach \(remote): \(why)")
+                        throw ExitStatus.unavailable.exitCode
+                    }
                     if case .bluez = parsed, !BlueZController.maySendCommands {
                         // Each input must start on a new link; only an HCI Disconnect ends one now.
                         printError("gattlab: error: fuzzing over bluez: ends each input's LE link with an HCI Disconnect, which needs CAP_NET_RAW; run as root or grant it (setcap cap_net_raw+ep)")

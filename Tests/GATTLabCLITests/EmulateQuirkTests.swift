@@ -114,5 +114,12 @@ final class EmulateQuirkTests: XCTestCase {
         let misplaced = try Harness.gattlab(["fuzz", "run", "device-speaker", "--max-pdus", "3", "--runs", "1"])
         XCTAssertEqual(misplaced.status, 64)
         XCTAssertTrue(misplaced.stderr.contains("--max-pdus is for black-box campaigns"), misplaced.stderr)
+
+        // A device that cannot be reached at all is an error (69), not a "target gone" finding.
+        let nowhere = dir.appendingPathComponent("nowhere").path
+        let absent = try Harness.gattlab(["fuzz", "run", "device-speaker", "--target", "unix:\(path).absent", "--runs", "5", "--findings", nowhere])
+        XCTAssertEqual(absent.status, 69, absent.stdout + absent.stderr)
+        XCTAssertEqual(absent.stderr, "gattlab: error: cannot reach unix:\(path).absent: cannot connect to unix:\(path).absent: No such file or directory\n")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: nowhere), "no findings folder for a campaign that never ran")
     }
 }
