@@ -148,6 +148,37 @@ if len(att) == len(caps):
     rx = sum(1 for line in att["btmon"] if line.split("\t")[1:2] == ["5"])
     detail(f"ATT PDUs in the btmon capture: {tx} sent, {rx} received (two controllers: each PDU appears once each way)")
 
+# 3b. gattlab's own decoder agrees with tshark on every ATT PDU of its live capture: the same
+# frames, on the same controller, with the same opcode (fuzz inputs included).
+cap = caps["gattlab capture"]
+if os.path.exists(cap):
+    rc, so, se = run(["tshark", "-r", cap, "-Y", "btatt", "-T", "fields", "-e", "frame.number", "-e", "hci_mon.adapter_id",
+                      "-e", "btatt.opcode"])
+    rc2, so2, se2 = run([a.gattlab, "decode", "--format", "json", cap], timeout=300)
+    if rc != 0 or rc2 not in (0, 1):
+        bad(f"tshark (exit {rc}) or gattlab decode (exit {rc2}) could not read {cap}: {(se or se2).strip().splitlines()[-1:]}")
+    else:
+        theirs = {}
+        for line in so.splitlines():
+            frame, adapter, opcode = (line.split("\t") + ["", "", ""])[:3]
+            theirs[int(frame)] = (int(adapter or -1), int(opcode.split(",")[0], 16) if opcode else -1)
+        ours = {}
+        for line in so2.splitlines():
+            d = json.loads(line)
+            if d.get("type") == "att":
+                ours[d["frame"]] = (d.get("controller", -1), d.get("opcode", -1))
+        same = sum(1 for f, v in ours.items() if theirs.get(f) == v)
+        if ours and same == len(ours) == len(theirs):
+            ok(f"gattlab decode and tshark agree on every ATT PDU of gattlab capture's file: {same} of {len(theirs)} "
+               "(frame, controller, opcode)")
+        else:
+            only_t = sorted(set(theirs) - set(ours))[:3]
+            only_o = sorted(set(ours) - set(theirs))[:3]
+            differ = [f for f in sorted(set(ours) & set(theirs)) if ours[f] != theirs[f]][:3]
+            bad(f"gattlab decode and tshark disagree on gattlab capture's ATT PDUs: {len(ours)} vs {len(theirs)}, {same} the same; "
+                f"only tshark: frames {only_t}; only gattlab: frames {only_o}; different: "
+                + ", ".join(f"frame {f} {ours[f]} vs {theirs[f]}" for f in differ))
+
 # 4. The live captures, cut into the replayed sessions (the central's side, the session's time),
 # decode to the timelines the recordings have: same outcome, protocols, phases, findings and
 # protocol events, by meaning (RSSI, progress and times vary with the run).
