@@ -122,15 +122,18 @@ extension EmulateCommand {
             let stop = StopSignal()
             // Signals become a stop request that the serving loop sees within 50 ms; it then
             // closes the client and removes the socket file. Set up before the socket exists, so
-            // a client that can connect can also stop it cleanly.
-            var sources: [any DispatchSourceSignal] = []
-            for sig in [SIGINT, SIGTERM] {
-                signal(sig, SIG_IGN)
-                let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-                source.setEventHandler { stop.stop() }
-                source.resume()
-                sources.append(source)
+            // a client that can connect can also stop it cleanly: with sigaction, in place when
+            // it returns (a dispatch signal source registers later, on its own queue, and a
+            // SIGTERM in between was lost: a test's emulator ignored it under load).
+            let flag = StopSignals.install()
+            let served = StopSignal()
+            DispatchQueue.global().async {
+                while !served.isStopped {
+                    if flag.requested() { return stop.stop() }
+                    usleep(20_000)
+                }
             }
+            defer { served.stop() }
             let emulator: SocketEmulator
             if let index = controllerIndex {
                 let listener: BlueZListener
@@ -167,7 +170,6 @@ extension EmulateCommand {
                 done.signal()
             }
             done.wait()
-            for source in sources { source.cancel() }
             if let crash = outcome.crash {
                 printError("gattlab: firmware crash: \(crash); exiting (--exit-on-crash)")
                 throw ExitCode(ExitStatus.software.rawValue)
