@@ -122,6 +122,9 @@ public final class BlueZBearer: TimedATTBearer, @unchecked Sendable {
     public func disconnectLink(reason: UInt8 = 0x13) async throws(BearerError) {
         guard let handle = linkHandle else { return socket.close() }
         let controller = peer.controller
+        // What was sent goes out first, as a firmware's last notification does before its reset:
+        // an HCI Disconnect can overtake ACL data still queued in the kernel.
+        await waitUntilSent(within: 500_000)
         let code = Self.disconnectReason(for: reason)
         let failure: Int32? = await withCheckedContinuation { continuation in
             DispatchQueue.global().async {
@@ -140,6 +143,20 @@ public final class BlueZBearer: TimedATTBearer, @unchecked Sendable {
             return  // the controller refused: most often the link had just gone (Unknown Connection Identifier)
         default:
             throw socketError(failure, "cannot end the LE link to \(peer.address) on hci\(controller)")
+        }
+    }
+
+    /// Waits until the kernel has handed everything sent on this socket to the controller (its
+    /// send buffer is empty again), at most `microseconds`.
+    func waitUntilSent(within microseconds: Int64) async {
+        var size: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        guard socket.withOpenDescriptor({ getsockopt($0, SOL_SOCKET, SO_SNDBUF, &size, &length) }) == 0 else { return }
+        let deadline = monotonicMicroseconds() + microseconds
+        while monotonicMicroseconds() < deadline {
+            var room: Int32 = 0
+            guard socket.withOpenDescriptor({ ioctl($0, UInt(TIOCOUTQ), &room) }) == 0, room < size else { return }
+            try? await Task.sleep(nanoseconds: 2_000_000)
         }
     }
 
