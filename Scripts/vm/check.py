@@ -148,6 +148,54 @@ if len(att) == len(caps):
     rx = sum(1 for line in att["btmon"] if line.split("\t")[1:2] == ["5"])
     detail(f"ATT PDUs in the btmon capture: {tx} sent, {rx} received (two controllers: each PDU appears once each way)")
 
+# 3a. gattlab capture --via btmon --index C into a ring of files, during the replays: several files,
+# each within its size and readable by tshark, together a stretch of btmon's own capture of that
+# controller, record for record (HCI commands, events and ACL data; an ATT PDU fragmented across
+# two files is whole in neither, so the comparison is of records); and its live timeline saw the
+# sessions.
+def monitor_records(path, index):
+    """(opcode, payload) of the records of controller `index` in a btsnoop monitor file (2001),
+    commands, events and ACL data only (opcodes 2 to 5)."""
+    data = open(path, "rb").read()
+    records, pos = [], 16
+    while pos + 24 <= len(data):
+        _, incl, flags, _, _ = struct.unpack(">IIIIq", data[pos:pos + 24])
+        if flags >> 16 == index and 2 <= flags & 0xFFFF <= 5:
+            records.append((flags & 0xFFFF, data[pos + 24:pos + 24 + incl]))
+        pos += 24 + incl
+    return records
+
+
+ring = sorted((f for f in os.listdir(out) if re.fullmatch(r"ring\.btsnoop\.\d+", f)), key=lambda f: int(f.rsplit(".", 1)[1]))
+if not ring:
+    bad(f"gattlab capture --via btmon wrote no ring files (exit {status.get('ring_rc')}): {last_line(os.path.join(out, 'ring.log'))}")
+elif os.path.exists(caps["btmon"]):
+    pieces, sizes, unreadable, att_pdus = [], [], [], 0
+    for f in ring:
+        path = os.path.join(out, f)
+        sizes.append(os.path.getsize(path))
+        rc, so, se = run(["tshark", "-r", path, "-Y", "btatt", "-T", "fields", "-e", "frame.number"])
+        if rc != 0:
+            unreadable.append(f)
+        att_pdus += len(so.splitlines())
+        pieces += monitor_records(path, central_index)
+    mine = monitor_records(caps["btmon"], central_index)
+    first = pieces[0] if pieces else None
+    start = next((i for i, r in enumerate(mine) if r == first and mine[i:i + len(pieces)] == pieces), None)
+    live = open(os.path.join(out, "ring-live.txt"), errors="replace").read() if os.path.exists(os.path.join(out, "ring-live.txt")) else ""
+    successes, scans = live.count("SUCCESS"), live.count("networks")
+    over = [f for f, n in zip(ring, sizes) if n > 20_000]
+    if unreadable or over or start is None or len(ring) < 2 or status.get("ring_rc") != "0" or not successes or not scans:
+        bad(f"gattlab capture --via btmon --index {central_index} --max-size 20k (exit {status.get('ring_rc')}): {len(ring)} files, "
+            f"{len(unreadable)} unreadable by tshark, {len(over)} over 20 kB, {len(pieces)} records "
+            + ("found in" if start is not None else "NOT a stretch of") + f" btmon's controller {central_index}; live timeline: "
+            f"{successes} SUCCESS, {scans} scan results")
+    else:
+        ok(f"gattlab capture --via btmon --index {central_index} --max-size 20k during the replays: {len(ring)} ring files "
+           f"({min(sizes)}-{max(sizes)} bytes, tshark reads each: {att_pdus} ATT PDUs), their {len(pieces)} HCI records the same, "
+           f"in order, as btmon's of controller {central_index} from its record {start + 1}; the live timeline printed "
+           f"{successes} OTA SUCCESS and {scans} scan-result lines")
+
 # 3b. gattlab's own decoder agrees with tshark on every ATT PDU of its live capture: the same
 # frames, on the same controller, with the same opcode (fuzz inputs included).
 cap = caps["gattlab capture"]

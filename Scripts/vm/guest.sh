@@ -116,6 +116,12 @@ stop_emulator() {
   kill -KILL "$PID_EMU" 2>/dev/null; wait "$PID_EMU" 2>/dev/null; PID_EMU=""
 }
 now() { date +%s.%N; }
+# During the replays, gattlab capture's other paths as well: through btmon (--via btmon), the
+# central only (--index), into a ring of small files (--max-size), printing the timeline live.
+nice -n -15 "$GATTLAB" capture --via btmon --index "${C#hci}" -o "$OUT/ring.btsnoop" --max-size 20k --force --live --timeline \
+  > "$OUT/ring-live.txt" 2> "$OUT/ring.log" & PID_RING=$!
+sleep 1
+note "ring_start=$(now)"
 n=0
 while IFS=$'\t' read -r name emu script speed; do
   [ -n "$name" ] || continue
@@ -132,6 +138,10 @@ while IFS=$'\t' read -r name emu script speed; do
   say "replayed $name against emulated $emu (speed $speed): exit $rc, $(awk -v a="$t2" -v b="$t" 'BEGIN{printf "%.1f", a-b}') s; emulator: $(tail -n +2 "$OUT/emulate-$name.log" | tr '\n' ';')"
 done < "$WORK/sessions.tsv"
 note "sessions=$n"
+sleep 1  # btmon's lag
+kill -INT "$PID_RING" 2>/dev/null; for _ in $(seq 100); do kill -0 "$PID_RING" 2>/dev/null || break; sleep 0.1; done
+wait "$PID_RING"; note "ring_rc=$?"
+say "ring capture: $(tail -1 "$OUT/ring.log")"
 
 # Write round trips: a script of Write Requests (made on the host), replayed as fast as the link goes.
 if [ -f "$WORK/bench-writes.json" ]; then
@@ -161,12 +171,12 @@ fuzz_campaign() {  # fuzz_campaign NAME TARGET RUNS EMULATOR-ARGS...
   stop_emulator
   say "fuzz $name: exit $rc; emulator: $(grep -c '^client' "$OUT/emulate-fuzz-$name.log") clients, $(grep -c 'firmware crash' "$OUT/emulate-fuzz-$name.log") firmware crashes"
 }
-FUZZ_SPEED=${FUZZ_SPEED:-10}
-FUZZ_MAX_PDUS=${FUZZ_MAX_PDUS:-32}  # ~10 ms a PDU here with three captures: an input stays under a second
-fuzz_campaign speaker-healthy device-speaker "${FUZZ_CLEAN_RUNS:-150}" speaker
-fuzz_campaign speaker-ssid-overflow device-speaker "${FUZZ_RUNS:-300}" speaker --quirk ssid-overflow
-fuzz_campaign sensor-healthy device-sensor "${FUZZ_CLEAN_RUNS_SENSOR:-40}" sensor
-fuzz_campaign sensor-split-line-loss device-sensor "${FUZZ_RUNS:-300}" sensor --quirk split-line-loss
+FUZZ_SPEED=10
+FUZZ_MAX_PDUS=32  # ~10 ms a PDU here with three captures: an input stays under a second
+fuzz_campaign speaker-healthy device-speaker 150 speaker
+fuzz_campaign speaker-ssid-overflow device-speaker 300 speaker --quirk ssid-overflow
+fuzz_campaign sensor-healthy device-sensor 40 sensor
+fuzz_campaign sensor-split-line-loss device-sensor 300 sensor --quirk split-line-loss
 
 sleep 1
 stop_all
