@@ -132,7 +132,7 @@ struct Anonymizer {
                 consumeAdvertisingData(p.slice(i + 24, length))
                 i += 24 + length
             }
-        case 0x0A, 0x29 where p.count >= 29:  // LE Enhanced Connection Complete: local and peer RPAs
+        case 0x0A where p.count >= 29, 0x29 where p.count >= 29:  // LE Enhanced Connection Complete (v1, v2): local and peer RPAs
             add(BDAddr(littleEndian: p, at: 11))
             add(BDAddr(littleEndian: p, at: 17))
         default:

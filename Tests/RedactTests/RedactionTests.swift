@@ -187,4 +187,38 @@ final class RedactionDamageTests: XCTestCase {
         }
         print("damaged captures: \(outcomes.sorted { $0.key < $1.key })")
     }
+
+    /// HCI events cut short where the anonymizer looks for addresses (an LE Enhanced Connection
+    /// Complete of 5 bytes, v1 and v2; an advertising report and a Remote Name Request Complete
+    /// missing their ends) are read only as far as they go: no read past the record (which
+    /// trapped on the v1 event), and the capture still redacts with its addresses anonymized.
+    func testShortEventsAreNotReadPastTheirEnd() throws {
+        let dir = try Files.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        func be32(_ v: UInt32) -> [UInt8] { (0..<4).map { UInt8(truncatingIfNeeded: v >> (24 - 8 * UInt32($0))) } }
+        var file = Array("btsnoop\0".utf8) + be32(1) + be32(1002)
+        let events: [[UInt8]] = [
+            [0x04, 0x3E, 0x06, 0x0A, 0x00, 0x40, 0x00, 0x00, 0x01],
+            [0x04, 0x3E, 0x06, 0x29, 0x00, 0x40, 0x00, 0x00, 0x01],
+            [0x04, 0x3E, 0x05, 0x02, 0x01, 0x00, 0x00, 0x11],
+            [0x04, 0x07, 0x05, 0x00, 0x11, 0x22, 0x33, 0x44],
+        ]
+        for (i, event) in events.enumerated() {
+            let time = UInt64(0x00E0_3AB4_4A67_6000) + UInt64(i) * 1000
+            file += be32(UInt32(event.count)) + be32(UInt32(event.count)) + be32(3) + be32(0)
+            file += be32(UInt32(time >> 32)) + be32(UInt32(time & 0xFFFF_FFFF)) + event
+        }
+        let input = dir.appendingPathComponent("short.btsnoop")
+        try Data(file).write(to: input)
+        var options = RedactionOptions()
+        options.anonymizeAddresses = true
+        options.replaceNames = true
+        let output = dir.appendingPathComponent("out.btsnoop").path
+        do {
+            let o = try Redactor.redact(input: input.path, output: output, options: options) { GATTDecoder() }
+            for c in o.checks { XCTAssertTrue(c.passed, "\(c.name): \(c.detail)") }
+        } catch RedactionError.input {
+            XCTAssertFalse(FileManager.default.fileExists(atPath: output))
+        }
+    }
 }
