@@ -2,7 +2,8 @@
 #   make demo   installs what is missing, builds, and decodes the bundled capture
 #   make test   the same set-up, then every test (tshark conformance included)
 # Other targets: make build, make bench (release build, GATTLab vs tshark), make clean,
-#   make vm-test (a real kernel BlueZ link in a qemu VM: emulate --hci, replay over bluez:, captures; Scripts/vm/).
+#   make vm-test (a real kernel BlueZ link in a qemu VM: emulate --hci, Captures/ sessions replayed over bluez:,
+#     black-box fuzzing through the kernel, live captures checked against btmon and tshark; Scripts/vm/).
 #   make fuzz TARGET=status TIME=60 [QUIRKS=ssid-overflow]   one libFuzzer target (ASan) on Corpus/TARGET
 #   make fuzz-smoke   every fuzz target briefly, then fuzz-status under libFuzzer (CI runs it after make test)
 

@@ -199,7 +199,7 @@ struct ReplayCommand: ParsableCommand {
             let links = try (0..<repeatCount).map { _ in try makeLink() }
             let box = ReportBox()
             let semaphore = DispatchSemaphore(value: 0)
-            let (wantsRecording, repeats) = (record != nil, repeatCount)
+            let wantsRecording = record != nil
             let started = Date()
             Task {
                 var tally: [ReplayReport.Verdict: Int] = [:]
