@@ -27,7 +27,7 @@ note() { echo "$1" >> "$STATUS"; }   # key=value lines the host reads
 poweroff_now() { sync; echo o > /proc/sysrq-trigger; sleep 30; }
 trap poweroff_now EXIT
 say "up; kernel $(uname -r)"
-note "boot_uptime=$T0"
+note "boot_uptime=$T0"; note "kernel=$(uname -r)"
 
 fail() { say "FAIL: $*"; note "fail=$*"; stop_all; exit 1; }
 PIDS_CAPTURE=""; PID_EMU=""; PID_BTVIRT=""
@@ -95,11 +95,14 @@ read -r C P <<< "$found"
 note "controller_tries=$try"; note "central=$C"; note "peripheral=$P"
 say "central $C ($CENTRAL_ADDR), peripheral $P ($PERIPHERAL_ADDR), after $try tries"
 
-timeout 20 btmgmt -i "$C" le on > /dev/null && timeout 20 btmgmt -i "$C" power on > /dev/null || fail "btmgmt could not power the central $C"
+# No agent runs here (no bluetoothd): with no input and no output on both sides, pairing (the
+# nRF7 sessions encrypt) is Just Works, which the kernel completes by itself.
+timeout 20 btmgmt -i "$C" le on > /dev/null && timeout 20 btmgmt -i "$C" io-cap 3 > /dev/null \
+  && timeout 20 btmgmt -i "$C" power on > /dev/null || fail "btmgmt could not power the central $C"
 
 # Each session: the emulated device of its scenario as a real peripheral (gattlab powers and
 # advertises the controller itself), and the recorded session replayed from the central over the
-# kernel link. $WORK/sessions.tsv (made on the host): NAME, EMULATOR, SCRIPT, SPEED.
+# kernel link. $WORK/sessions.tsv (made on the host): NAME, EMULATOR, SCRIPT, SPEED, TIMING.
 start_emulator() {  # start_emulator LOGNAME ARGS...: gattlab emulate ARGS --hci $P, until it listens
   local log=$OUT/emulate-$1.log; shift
   "$GATTLAB" emulate "$@" --hci "$P" > "$log" 2>&1 & PID_EMU=$!
@@ -123,19 +126,19 @@ nice -n -15 "$GATTLAB" capture --via btmon --index "${C#hci}" -o "$OUT/ring.btsn
 sleep 1
 note "ring_start=$(now)"
 n=0
-while IFS=$'\t' read -r name emu script speed; do
+while IFS=$'\t' read -r name emu script speed timing; do
   [ -n "$name" ] || continue
   n=$((n + 1))
   start_emulator "$name" "$emu" --speed "$speed"
   t=$(now)
   timeout 120 "$GATTLAB" replay run "$script" --target "bluez:$C/$PERIPHERAL_ADDR" --allow-writes \
-    --timing fast --speed "$speed" --format json < /dev/null > "$OUT/replay-$name.json" 2> "$OUT/replay-$name.log"
+    --timing "$timing" --speed "$speed" --format json < /dev/null > "$OUT/replay-$name.json" 2> "$OUT/replay-$name.log"
   rc=$?
   t2=$(now)
   stop_emulator
   # Start and end (wall clock, as the captures stamp records) cut this session out of the captures.
   note "session=$name $rc $t $t2"
-  say "replayed $name against emulated $emu (speed $speed): exit $rc, $(awk -v a="$t2" -v b="$t" 'BEGIN{printf "%.1f", a-b}') s; emulator: $(tail -n +2 "$OUT/emulate-$name.log" | tr '\n' ';')"
+  say "replayed $name against emulated $emu (speed $speed, timing $timing): exit $rc, $(awk -v a="$t2" -v b="$t" 'BEGIN{printf "%.1f", a-b}') s; emulator: $(tail -n +2 "$OUT/emulate-$name.log" | tr '\n' ';')"
 done < "$WORK/sessions.tsv"
 note "sessions=$n"
 sleep 1  # btmon's lag
@@ -162,12 +165,13 @@ fuzz_campaign() {  # fuzz_campaign NAME TARGET RUNS EMULATOR-ARGS...
   local name=$1 target=$2 runs=$3; shift 3
   start_emulator "fuzz-$name" "$@" --speed "$FUZZ_SPEED"
   say "black-box fuzzing $target over bluez:$C/$PERIPHERAL_ADDR: $* ($runs runs at most)"
-  local t; t=$(now)
+  local t u; t=$(now); u=$(cut -d' ' -f1 /proc/uptime)
   timeout 150 "$GATTLAB" fuzz run "$target" --target "bluez:$C/$PERIPHERAL_ADDR" --seed 1 --runs "$runs" \
     --speed "$FUZZ_SPEED" --max-pdus "$FUZZ_MAX_PDUS" --findings "$OUT/fuzz-$name" --format json --quiet \
     < /dev/null > "$OUT/fuzz-$name.json" 2> "$OUT/fuzz-$name.log"
   local rc=$?
   note "fuzz=$name $rc $t $(now)"
+  note "fuzz_uptime=$name $u $(cut -d' ' -f1 /proc/uptime)"  # the console's kernel messages are stamped with uptime
   stop_emulator
   say "fuzz $name: exit $rc; emulator: $(grep -c '^client' "$OUT/emulate-fuzz-$name.log") clients, $(grep -c 'firmware crash' "$OUT/emulate-fuzz-$name.log") firmware crashes"
 }

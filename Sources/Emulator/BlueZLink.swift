@@ -38,7 +38,7 @@ public actor BlueZLink: TimedATTBearer, LinkControl {
     /// The kernel pairs (or re-encrypts with a bond) when the socket's security level rises.
     public func encrypt() async {
         guard let bearer else { return }
-        do { try bearer.raiseSecurity(to: security == .high ? .high : .medium) } catch { lastError = error }
+        do { try await bearer.raiseSecurity(to: security == .high ? .high : .medium) } catch { lastError = error }
     }
 
     public func pair(_ options: PairingOptions) async { await encrypt() }

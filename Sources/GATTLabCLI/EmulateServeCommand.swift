@@ -25,7 +25,8 @@ extension EmulateCommand {
 
                 With --hci hciN the device is a real LE peripheral on that controller: gattlab \
                 runs `btmgmt -i hciN` (from BlueZ, as subprocesses) to set the controller's name \
-                to the device's, then le on, connectable on, advertising on and power on, and \
+                to the device's, then le on, io-cap 3 (no input, no output: Just Works pairing), \
+                connectable on, advertising on and power on, and \
                 accepts centrals on the kernel's L2CAP ATT channel (CID 4) of the controller's \
                 public address. Needs root (or CAP_NET_ADMIN) and a kernel with Bluetooth. A \
                 link the kernel encrypted (a central that paired) counts as encrypted for the \
@@ -187,7 +188,9 @@ extension EmulateCommand.Serve {
         guard let btmgmt = ["/usr/bin/btmgmt", "/usr/sbin/btmgmt", "/bin/btmgmt"].first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
             throw .failed("btmgmt not found; install BlueZ (apt-get install bluez) to use --hci")
         }
-        for command in [["name", name], ["le", "on"], ["connectable", "on"], ["advertising", "on"], ["power", "on"]] {
+        // io-cap 3, NoInputNoOutput: the emulated devices have no display or keys, so a central that
+        // pairs gets Just Works, which the kernel completes without an agent to ask.
+        for command in [["name", name], ["le", "on"], ["io-cap", "3"], ["connectable", "on"], ["advertising", "on"], ["power", "on"]] {
             try runBtmgmt(btmgmt, index: index, command)
         }
         // The kernel reports the controller up a moment after btmgmt's answer.

@@ -95,6 +95,17 @@ final class SeqPacketSocket: @unchecked Sendable {
         readQueue.async { writeQueue.async { _ = Glibc.close(fd) } }
     }
 
+    /// Closes as `close` does, and returns once the descriptor itself is closed (the kernel has
+    /// released the socket).
+    func closeAndWait() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            close()
+            // close() queued the descriptor's close behind both queues; this runs after it.
+            let writeQueue = self.writeQueue
+            readQueue.async { writeQueue.async { continuation.resume() } }
+        }
+    }
+
     /// The wall clock, microseconds since the Unix epoch.
     static func now() -> Int64 {
         var t = timespec()
