@@ -88,7 +88,7 @@ struct FuzzCommand: ParsableCommand {
         @Option(name: .long, help: ArgumentHelp("Plant a firmware bug in the emulated device (device-speaker: ssid-overflow, short-status-write, unbounded-prepare-queue; device-sensor: split-line-loss). Repeatable.", valueName: "name"))
         var quirk: [String] = []
 
-        @Option(name: .customLong("target"), help: ArgumentHelp("Black-box: send device-speaker or device-sensor inputs to a device in another process (unix:PATH, see gattlab emulate --listen) or a real one (bluez:hciN/ADDR[/public|random]), one connection per input.", valueName: "target"))
+        @Option(name: .customLong("target"), help: ArgumentHelp("Black-box: send device-speaker or device-sensor inputs to a device in another process (unix:PATH, see gattlab emulate --listen) or a real one (bluez:hciN/ADDR[/public|random]), one connection per input. Over bluez: each input's LE link is ended with HCI Disconnect (CAP_NET_RAW); use a test machine: Linux 6.1 oopsed under such campaigns (README).", valueName: "target"))
         var remote: String?
 
         @Option(name: .long, help: ArgumentHelp("The emulator's --speed (unix:, or bluez: to gattlab emulate --hci), so answer timeouts are in the device's time.", valueName: "factor"))
