@@ -69,11 +69,11 @@ for line in open(os.path.join(out, "guest-status")):
         status[key] = value
 central_index = int(status.get("central", "hci0")[3:])
 
-# 0. The guest kernel stayed healthy. An oops while gattlab replays, captures or benchmarks fails
-# the run. During the black-box fuzz campaigns (a new LE link every few hundred ms, each ended
+# 0. The guest kernel stayed healthy: any oops fails the run. One exception, a kernel bug the
+# fuzzing finds: during the black-box campaigns (a new LE link every few hundred ms, each ended
 # with HCI Disconnect) Linux 6.1 oopses in its own channel bookkeeping ("list_del corruption" in
-# hci_chan_del from l2cap_sock_release): a kernel bug the fuzzing finds, reported here with its
-# count rather than failing the run (the campaigns' own checks still hold).
+# hci_chan_del from l2cap_sock_release); on 6.1 those are reported with their count (NOTE)
+# rather than failing the run. vm-test boots 6.12 where apt has it, which does not oops.
 try:
     console = open(os.path.join(out, "console.log"), errors="replace").read().replace("\r", "")
 except OSError:
@@ -86,13 +86,15 @@ for line in console.splitlines():
         t = float(m.group(1))
         during = next((n for n, u0, u1 in fuzz_uptime if u0 <= t <= u1 + 2), None)
         reports.append((t, during, m.group(2)))
-outside = [r for r in reports if r[1] is None]
-inside = [r for r in reports if r[1] is not None]
+known_bug = status.get("kernel", "").startswith("6.1.")
+outside = [r for r in reports if r[1] is None or not known_bug]
+inside = [r for r in reports if r[1] is not None and known_bug]
 if outside:
-    bad(f"the guest kernel reported {len(outside)} oops/BUG line(s) outside the fuzz campaigns; first at {outside[0][0]:.1f} s: "
+    bad(f"the guest kernel ({status.get('kernel', '?')}) reported {len(outside)} oops/BUG line(s); first at {outside[0][0]:.1f} s: "
         f"{outside[0][2][:120]} (console.log)")
 else:
-    ok("the guest kernel reported no oops, BUG or warning while gattlab replayed, captured and benchmarked")
+    ok(f"the guest kernel ({status.get('kernel', '?')}) reported no oops, BUG or warning"
+       + (" while gattlab replayed, captured and benchmarked" if known_bug else ""))
 if inside:
     campaigns = sorted({r[1] for r in inside})
     print(f"NOTE: the kernel reported {len(inside)} oops/BUG line(s) during the fuzz campaigns ({', '.join(campaigns)}); "

@@ -46,10 +46,16 @@ fi
 [ "$(id -u)" = 0 ] || echo "vm-test: note: not root; qemu and the 9p share may need root"
 
 # 2. The kernel: a Debian linux-image package, downloaded once and extracted (not installed).
-KROOT=$W/kernel/root
+# Debian 12's 6.12 kernel when apt knows it, else the default one (6.1): under the black-box
+# campaigns' rapid LE connect/disconnect, 6.1 oopses in its own L2CAP channel bookkeeping
+# ("list_del corruption" in hci_chan_del from l2cap_sock_release); 6.12 does not.
+# VM_KERNEL_PACKAGE picks another package (e.g. linux-image-6.1.0-47-amd64); each is cached apart.
+kernel_of() { apt-cache depends "$1" 2>/dev/null | awk '/Depends: linux-image-/{print $2; exit}'; }
+PKG=${VM_KERNEL_PACKAGE:-$(kernel_of linux-image-6.12-amd64)}
+PKG=${PKG:-$(kernel_of linux-image-amd64)}
+[ -n "$PKG" ] || die "apt-cache knows no linux-image-amd64 (is this Debian with its sources?)"
+KROOT=$W/kernel/$PKG/root
 if ! ls "$KROOT"/boot/vmlinuz-* > /dev/null 2>&1; then
-  PKG=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-/{print $2; exit}')
-  [ -n "$PKG" ] || die "apt-cache knows no linux-image-amd64 (is this Debian with its sources?)"
   mkdir -p "$W/kernel/debs"
   ls "$W/kernel/debs/${PKG}"_*.deb > /dev/null 2>&1 || (cd "$W/kernel/debs" && timeout 600 apt-get download -qq "$PKG") \
     || die "apt-get download $PKG failed"
