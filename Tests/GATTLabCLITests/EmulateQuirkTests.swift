@@ -5,18 +5,6 @@ import XCTest
 /// `gattlab emulate NAME --quirk ... [--exit-on-crash]`: planted bugs for fuzzers, by name; a
 /// planted crash ends the process with status 70 and one line, the black-box "target died".
 final class EmulateQuirkTests: XCTestCase {
-    func connect(_ path: String, within seconds: Double = 20) throws -> UnixSocketBearer {
-        let deadline = Date().addingTimeInterval(seconds)
-        while true {
-            do {
-                return try UnixSocketBearer.connect(path: path)
-            } catch {
-                if Date() > deadline { throw error }
-                usleep(20_000)
-            }
-        }
-    }
-
     func testAnOverflowingSSIDEndsTheProcessWithStatus70() async throws {
         let gattlab = try Harness.gattlab
         let dir = try Harness.temporaryDirectory()
@@ -30,7 +18,7 @@ final class EmulateQuirkTests: XCTestCase {
                                                     "--listen", "unix:\(path)", "--speed", "1000"], timeout: 30)
             done.signal()
         }
-        let bearer = try connect(path)
+        let bearer = try Harness.connectWhenListening(path)
         try await bearer.send([0x02, 0xF7, 0x00])
         let mtu = try await bearer.receive(within: 5_000_000)
         XCTAssertEqual(mtu, [0x03, 0xF7, 0x00])
@@ -91,7 +79,7 @@ final class EmulateQuirkTests: XCTestCase {
         emulator.standardError = FileHandle.nullDevice
         try emulator.run()
         defer { emulator.terminate(); emulator.waitUntilExit() }
-        _ = try connect(path)  // it listens
+        _ = try Harness.connectWhenListening(path)  // it listens
 
         let findings = dir.appendingPathComponent("findings").path
         let r = try Harness.gattlab(["fuzz", "run", "device-speaker", "--target", "unix:\(path)", "--speed", "100", "--max-pdus", "8",

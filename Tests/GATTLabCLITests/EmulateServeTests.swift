@@ -6,19 +6,6 @@ import XCTest
 /// the socket, stops after --connections or on SIGTERM, removes its socket, and reports errors
 /// in one line.
 final class EmulateServeTests: XCTestCase {
-    /// Connects once the emulator listens (the file appears at bind, just before listen).
-    func connect(_ path: String, within seconds: Double = 20) throws -> UnixSocketBearer {
-        let deadline = Date().addingTimeInterval(seconds)
-        while true {
-            do {
-                return try UnixSocketBearer.connect(path: path)
-            } catch {
-                if Date() > deadline { throw error }
-                usleep(20_000)
-            }
-        }
-    }
-
     func testServesOneClientThenExitsAndRemovesTheSocket() async throws {
         let gattlab = try Harness.gattlab
         let dir = try Harness.temporaryDirectory()
@@ -32,7 +19,7 @@ final class EmulateServeTests: XCTestCase {
                                           timeout: 30)
             done.signal()
         }
-        let bearer = try connect(path)
+        let bearer = try Harness.connectWhenListening(path)
         try await bearer.send([0x02, 0xF7, 0x00])
         let answer = try await bearer.receive(within: 5_000_000)
         XCTAssertEqual(answer, [0x03, 0xF7, 0x00], "Exchange MTU answered with the speaker's 247")
@@ -63,7 +50,7 @@ final class EmulateServeTests: XCTestCase {
         process.standardOutput = FileHandle.nullDevice
         try process.run()
         // A client is connected when the signal comes.
-        let bearer = try connect(path)
+        let bearer = try Harness.connectWhenListening(path)
         process.terminate()
         let deadline = Date().addingTimeInterval(10)
         while process.isRunning && Date() < deadline { usleep(10_000) }

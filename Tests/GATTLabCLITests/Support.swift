@@ -1,4 +1,5 @@
 import Foundation
+import Transport
 import XCTest
 
 /// Runs the built `gattlab` and external tools, and finds the shared captures.
@@ -95,6 +96,20 @@ enum Harness {
             throw TestSetupError("\(path.path) not found: the tests need ../shared beside the clone")
         }
         return text.split(separator: "\n").dropFirst().compactMap { $0.split(separator: "\t").first.map(String.init) }
+    }
+
+    /// Connects to the emulator process at `path` once it listens (the socket file appears at
+    /// bind, just before listen), trying for `seconds`.
+    static func connectWhenListening(_ path: String, within seconds: Double = 20) throws -> UnixSocketBearer {
+        let deadline = Date().addingTimeInterval(seconds)
+        while true {
+            do {
+                return try UnixSocketBearer.connect(path: path)
+            } catch {
+                if Date() > deadline { throw error }
+                usleep(20_000)
+            }
+        }
     }
 
     static func temporaryDirectory() throws -> URL {

@@ -73,14 +73,19 @@ final class BlueZBearerTests: XCTestCase {
         XCTAssertLessThan(Date().timeIntervalSince(start), 5)
     }
 
-    /// The message path over a Unix SEQPACKET pair, which keeps boundaries as the L2CAP socket does:
-    /// the part of the bearer that does not need a Bluetooth kernel.
-    func testMessagesTimeoutsAndCloseOverASeqpacketPair() async throws {
+    /// Two bearers joined by a Unix SEQPACKET pair, which keeps message boundaries as an L2CAP
+    /// socket does.
+    func bearerPair() throws -> (BlueZBearer, BlueZBearer) {
         var fds: [Int32] = [-1, -1]
         XCTAssertEqual(socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue), 0, &fds), 0)
         let peer = BlueZTarget(controller: 0, address: try XCTUnwrap(BlueZAddress("00:AA:01:01:00:01")))
-        let a = BlueZBearer(fd: fds[0], peer: peer)
-        let b = BlueZBearer(fd: fds[1], peer: peer)
+        return (BlueZBearer(fd: fds[0], peer: peer), BlueZBearer(fd: fds[1], peer: peer))
+    }
+
+    /// The message path over a Unix SEQPACKET pair, which keeps boundaries as the L2CAP socket does:
+    /// the part of the bearer that does not need a Bluetooth kernel.
+    func testMessagesTimeoutsAndCloseOverASeqpacketPair() async throws {
+        let (a, b) = try bearerPair()
 
         try await a.send([0x02, 0x00, 0x02])
         try await a.send([])
@@ -142,11 +147,7 @@ final class BlueZBearerTests: XCTestCase {
     /// A socket that is no L2CAP link has no link handle: ending the link only closes the socket
     /// (the peer sees it go), without an HCI command or an error.
     func testEndingALinkWithoutAHandleClosesTheSocket() async throws {
-        var fds: [Int32] = [-1, -1]
-        XCTAssertEqual(socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue), 0, &fds), 0)
-        let peer = BlueZTarget(controller: 0, address: try XCTUnwrap(BlueZAddress("00:AA:01:01:00:01")))
-        let a = BlueZBearer(fd: fds[0], peer: peer)
-        let b = BlueZBearer(fd: fds[1], peer: peer)
+        let (a, b) = try bearerPair()
         XCTAssertNil(a.linkHandle)
         try await a.disconnectLink(reason: 0x08)
         do {
