@@ -24,7 +24,7 @@ public enum LibFuzzerHarness {
     /// One feature map for the process: the libFuzzer builds are guided by compiler coverage, so
     /// the target's own features are computed and ignored; a fresh 32 KiB map per input would
     /// cost more than most targets. libFuzzer calls the target from one thread only.
-    nonisolated(unsafe) static let features = Features()
+    static let features = Features()
 
     /// One libFuzzer input. A finding becomes a trap, which libFuzzer records as a crash.
     public static func runOne(_ target: FuzzTarget, _ start: UnsafeRawPointer, _ count: Int) {

@@ -154,19 +154,3 @@ func writeFile(_ path: String, _ bytes: [UInt8], file: StaticString = #filePath,
     }
 }
 
-/// The shared real captures (never copied into the repository).
-enum RealCaptures {
-    static let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("shared/captures/real").path
-
-    static func path(_ name: String) throws -> String {
-        let p = directory + "/" + name
-        guard FileManager.default.fileExists(atPath: p) else { throw XCTSkip("real capture \(name) is not present at \(directory)") }
-        return p
-    }
-
-    static func bytes(_ name: String) throws -> [UInt8] {
-        [UInt8](try Data(contentsOf: URL(fileURLWithPath: path(name))))
-    }
-}

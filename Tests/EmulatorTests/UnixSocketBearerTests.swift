@@ -80,7 +80,7 @@ final class UnixSocketBearerTests: XCTestCase {
             XCTAssertTrue("\(e)".contains("cannot connect to unix:\(missing)"), "\(e)")
         }
         let file = dir.appendingPathComponent("plain").path
-        FileManager.default.createFile(atPath: file, contents: Data([1]))
+        XCTAssertTrue(FileManager.default.createFile(atPath: file, contents: Data([1])))
         XCTAssertThrowsError(try UnixSocketListener(path: file)) { e in XCTAssertTrue("\(e)".contains("not a socket"), "\(e)") }
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: file)), Data([1]), "an existing file is never replaced")
         XCTAssertThrowsError(try UnixSocketListener(path: String(repeating: "x", count: 200)))

@@ -1,11 +1,13 @@
 import Capture
 import Foundation
+import XCTest
 
 /// The project's and the shared real captures, and the tools tests compare against.
 public enum Files {
     public static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent()
-    public static let realFolder = root.deletingLastPathComponent().appendingPathComponent("shared/captures/real")
+    /// The real captures' folder, present or not (see `RealCaptures`).
+    public static var realFolder: URL { RealCaptures.folder }
 
     /// Captures/ (the demo and every emulator scenario).
     public static func projectCaptures() throws -> [String] {
@@ -18,14 +20,9 @@ public enum Files {
         return found
     }
 
-    /// ../shared/captures/real, as listed in its MANIFEST.tsv.
+    /// Every real capture, as listed in its MANIFEST.tsv; skips the test where there are none.
     public static func realCaptures() throws -> [String] {
-        let manifest = realFolder.appendingPathComponent("MANIFEST.tsv")
-        guard let text = try? String(contentsOf: manifest, encoding: .utf8) else {
-            throw TestSetupError("\(manifest.path) not found: the tests need ../shared beside the clone")
-        }
-        return text.split(separator: "\n").dropFirst().compactMap { $0.split(separator: "\t").first }
-            .map { realFolder.appendingPathComponent(String($0)).path }
+        try RealCaptures.manifest().map { RealCaptures.folder.appendingPathComponent($0).path }
     }
 
     public static var tshark: String {
@@ -57,6 +54,59 @@ public enum Files {
             out += d[p.offset..<(p.offset + p.count)]
         }
         return out
+    }
+}
+
+/// The real captures from public projects (`../shared/captures/real` beside the clone, or
+/// `GATTLAB_REAL_CAPTURES`). They are never copied into the repository, so a user's plain clone
+/// has none: tests that need them skip, each with `skipMessage`, which `Scripts/test.sh` counts
+/// into one line at the end of `make test`. Under CI (CI=true) a missing folder is a failure, so
+/// CI can never pass by skipping them.
+public enum RealCaptures {
+    public static let skipMessage = "needs real captures: set GATTLAB_REAL_CAPTURES=DIR or clone with ../shared beside it"
+
+    public static let folder: URL = {
+        if let dir = ProcessInfo.processInfo.environment["GATTLAB_REAL_CAPTURES"], !dir.isEmpty {
+            return URL(fileURLWithPath: dir, isDirectory: true)
+        }
+        return Files.root.deletingLastPathComponent().appendingPathComponent("shared/captures/real", isDirectory: true)
+    }()
+
+    public static var isPresent: Bool {
+        FileManager.default.fileExists(atPath: folder.appendingPathComponent("MANIFEST.tsv").path)
+    }
+
+    static var underCI: Bool {
+        ["true", "1", "yes"].contains(ProcessInfo.processInfo.environment["CI"]?.lowercased() ?? "")
+    }
+
+    /// The folder, or the skip (a failure under CI) when it is absent.
+    public static func require() throws -> URL {
+        guard isPresent else {
+            if underCI { throw TestSetupError("CI=true but \(folder.path)/MANIFEST.tsv is missing: CI must run the real-capture tests") }
+            throw XCTSkip(skipMessage)
+        }
+        return folder
+    }
+
+    /// One real capture by its name in the manifest.
+    public static func path(_ name: String) throws -> String {
+        let path = try require().appendingPathComponent(name).path
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw TestSetupError("\(path) is listed for the tests but missing from \(folder.path)")
+        }
+        return path
+    }
+
+    public static func bytes(_ name: String) throws -> [UInt8] {
+        [UInt8](try Data(contentsOf: URL(fileURLWithPath: path(name))))
+    }
+
+    /// The file names MANIFEST.tsv lists (its first column).
+    public static func manifest() throws -> [String] {
+        let manifest = try require().appendingPathComponent("MANIFEST.tsv")
+        let text = try String(contentsOf: manifest, encoding: .utf8)
+        return text.split(separator: "\n").dropFirst().compactMap { $0.split(separator: "\t").first.map(String.init) }
     }
 }
 

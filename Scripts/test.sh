@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# `make test`: builds the tests, runs every one, and ends with one line on what was skipped.
+#   Scripts/test.sh [swift test arguments...]     (e.g. --filter CaptureTests)
+# A clone without the real captures (../shared/captures/real, or GATTLAB_REAL_CAPTURES) skips the
+# tests that need them; under CI=true those tests fail instead (TestSupport's RealCaptures).
+# Under CI=true a compiler warning in the build fails the run too: the build is kept warning-free.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+SWIFT=${SWIFT:-swift}
+logs=.build/test-logs
+mkdir -p "$logs"
+
+ci=false
+case "${CI:-}" in true|1|yes|TRUE|True) ci=true ;; esac
+
+"$SWIFT" build --build-tests 2>&1 | tee "$logs/build.log"
+rc=${PIPESTATUS[0]}
+[ "$rc" = 0 ] || { echo "gattlab: error: the build failed (exit $rc; log: $logs/build.log)" >&2; exit "$rc"; }
+warnings=$(grep -c 'warning:' "$logs/build.log")
+if [ "$warnings" != 0 ]; then
+  grep 'warning:' "$logs/build.log" | sort -u >&2
+  if $ci; then
+    echo "gattlab: error: the build printed $warnings warning line(s); the build is kept free of warnings" >&2
+    exit 1
+  fi
+  echo "gattlab: warning: the build printed $warnings warning line(s) (CI fails on them)" >&2
+fi
+
+"$SWIFT" test --skip-build "$@" 2>&1 | tee "$logs/test.log"
+rc=${PIPESTATUS[0]}
+
+# XCTest prints a skipped test's reason as "... : Test skipped - REASON"; the real-capture ones
+# all carry RealCaptures.skipMessage.
+skipped=$(grep -c 'Test skipped - needs real captures' "$logs/test.log")
+other=$(grep 'Test skipped - ' "$logs/test.log" | grep -vc 'needs real captures')
+if [ "$skipped" != 0 ]; then
+  echo "skipped $skipped tests that need real captures: set GATTLAB_REAL_CAPTURES=DIR or clone with ../shared beside it"
+fi
+if [ "$other" != 0 ]; then
+  echo "skipped $other other tests (their reasons: grep 'Test skipped' $logs/test.log)"
+fi
+exit "$rc"
