@@ -79,9 +79,14 @@ let package = Package(
             name: "GATTLabCLI",
             dependencies: [
                 "Capture", "HCI", "ATT", "GATT", "Profiles", "Transport", "Emulator", "Analysis", "Report", "Redact", "Replay", "Fuzz",
+                "CBuildInfo",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict),
+        // The git revision of the build, for `gattlab --version`: make writes revision.h (git
+        // describe) beside it; a build without make says "unknown". (A SwiftPM build-tool plugin
+        // would do it too, but makes every fresh build compile protoc for the host as well.)
+        .target(name: "CBuildInfo", path: "Sources/CBuildInfo"),
         .executableTarget(name: "gattlab", dependencies: ["GATTLabCLI"], swiftSettings: strict),
 
         // Helpers shared by the test targets (deterministic randomness).
