@@ -154,3 +154,19 @@ public struct Finding: Sendable {
     /// What to do about it.
     public var advice: String
 }
+
+extension Timeline {
+    /// The story of the devices that `keep` accepts: their connections, phases, progress,
+    /// events and findings; events and findings that belong to no device stay.
+    public func filtered(devices keep: (TimelineDevice) -> Bool) -> Timeline {
+        var t = self
+        t.devices = devices.filter(keep)
+        let ids = Set(t.devices.map(\.id))
+        t.connections = connections.filter { ids.contains($0.device) }
+        t.phases = phases.filter { ids.contains($0.device) }
+        t.progress = progress.filter { ids.contains($0.device) }
+        t.events = events.filter { $0.device.map(ids.contains) ?? true }
+        t.findings = findings.filter { $0.device.map(ids.contains) ?? true }
+        return t
+    }
+}

@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// File formats GATTLab reads, told apart by their first bytes, never by file name: Android
 /// names btsnoop files .log, .cfa or .cap, and many ".pcapng" files are plain pcap.
 public enum CaptureFormat: Sendable, Hashable, CustomStringConvertible {
@@ -29,6 +33,21 @@ public enum CaptureFormat: Sendable, Hashable, CustomStringConvertible {
             return .packetLogger(bigEndian: bigEndian)
         }
         return nil
+    }
+}
+
+extension CaptureFormat {
+    /// The format of the file at `path` from its first 16 bytes, or nil when it is no capture
+    /// GATTLab reads (or cannot be read): how folders are searched, so rotated logs
+    /// (`btsnoop_hci.log.last`, `.cfa`, `.log.1`) count and notes beside them do not.
+    public static func sniff(path: String) -> CaptureFormat? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var head = [UInt8](repeating: 0, count: 16)
+        let n = head.withUnsafeMutableBytes { read(fd, $0.baseAddress, 16) }
+        guard n > 0 else { return nil }
+        return head.withUnsafeBytes { detect(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
     }
 }
 

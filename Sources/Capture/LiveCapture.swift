@@ -32,7 +32,7 @@ public struct LiveSourceError: Error, Sendable, CustomStringConvertible {
     static func classify(status: Int32 = 0, message: String, source: String) -> LiveSourceError {
         func said(_ code: Int32) -> Bool { message.contains(String(cString: strerror(code))) }
         if status == PCAP_ERROR_PERM_DENIED || said(EPERM) || said(EACCES) {
-            return LiveSourceError(.permissionDenied, "\(monitorPrefix)\(source): permission denied: run as root or grant CAP_NET_RAW (setcap cap_net_raw+ep on the binary)")
+            return LiveSourceError(.permissionDenied, "\(monitorPrefix)\(source): permission denied; run as root or grant CAP_NET_RAW (setcap cap_net_raw+ep on the binary)")
         }
         if status == PCAP_ERROR_NO_SUCH_DEVICE || said(EAFNOSUPPORT) || said(ENODEV) {
             return LiveSourceError(.unavailable, "\(monitorPrefix)\(source): this kernel has no Bluetooth support (no bluetooth-monitor device); run on a machine with Bluetooth or inside the VM harness (make vm-test)")

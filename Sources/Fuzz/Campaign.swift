@@ -1,7 +1,30 @@
 import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
+
+/// A request to end a campaign early (SIGINT or SIGTERM): set by a signal handler, read by the
+/// engine between executions, so the campaign ends with its summary and its findings written.
+public enum CampaignStop {
+    public static let requested = Atomic<Bool>(false)
+
+    /// Installs SIGINT and SIGTERM handlers that set `requested` (an atomic store: safe in a
+    /// signal handler); a second signal ends the process at once, as usual.
+    public static func installHandlers() {
+        _ = requested.load(ordering: .relaxed)  // initialised before any handler can run
+        for sig in [SIGINT, SIGTERM] {
+            var action = sigaction()
+            action.__sigaction_handler.sa_handler = { _ in
+                CampaignStop.requested.store(true, ordering: .relaxed)
+                signal(SIGINT, SIG_DFL)
+                signal(SIGTERM, SIG_DFL)
+            }
+            sigemptyset(&action.sa_mask)
+            sigaction(sig, &action, nil)
+        }
+    }
+}
 
 /// How long and where a campaign runs.
 public struct CampaignOptions: Sendable {
@@ -34,6 +57,8 @@ public struct CampaignSummary: Sendable, Codable {
     public var corpusEnd: Int
     public var features: Int
     public var findings: [FindingRecord]
+    /// Ended by SIGINT or SIGTERM before its --runs or --time.
+    public var interrupted = false
 }
 
 public struct FindingRecord: Sendable, Codable, Hashable {
@@ -112,8 +137,10 @@ public final class Campaign {
         let start = Date()
         var lastProgress = start
         var runs = 0
+        var interrupted = false
         while true {
             if let limit = options.runs, runs >= limit { break }
+            if CampaignStop.requested.load(ordering: .relaxed) { interrupted = true; break }
             // The clock is read every 256 executions: at a million a second it would cost more
             // than the target.
             if runs & 0xFF == 0 {
@@ -153,7 +180,8 @@ public final class Campaign {
         CrashGuard.clear()
         let seconds = max(Date().timeIntervalSince(start), 1e-9)
         return CampaignSummary(target: target.name, runs: runs, seconds: seconds, execsPerSecond: Double(runs) / seconds,
-                               corpusStart: corpusStart, corpusEnd: corpus.count, features: features.total, findings: findings)
+                               corpusStart: corpusStart, corpusEnd: corpus.count, features: features.total, findings: findings,
+                               interrupted: interrupted)
     }
 
     private func line(runs: Int, since start: Date) -> String {

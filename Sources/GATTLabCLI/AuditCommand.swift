@@ -48,7 +48,7 @@ struct AuditCommand: ParsableCommand {
               gattlab audit --format sarif -o audit.sarif captures/
               gattlab audit --fail-on warning captures/     (exit 1 when a warning or error is found)
               gattlab audit --esp-pop abcd1234 --esp-client-key HEX esp.btsnoop   (security 1 sessions)
-            """)
+            """ + "\n\n" + ExitStatus.help([.success, .finding, .usage, .badInput, .noInput, .cannotCreate]))
 
     @Option(name: .long, help: "Output format: text, json or sarif.")
     var format: AuditFormatOption = .text
@@ -89,8 +89,8 @@ struct AuditCommand: ParsableCommand {
     func run() throws {
         let paths = try CaptureFiles.expand(files)
         guard !paths.isEmpty else {
-            printError("gattlab: error: no capture files in \(files.joined(separator: ", "))")
-            throw ExitStatus.noInput.exitCode
+            throw Failure(.noInput, "no capture files found", file: files.joined(separator: ", "),
+                          hint: "give capture files, or folders that hold btsnoop, PacketLogger, pcap or pcapng files")
         }
         _ = try options.makeDecoder()  // a bad --gatt-table is a usage error before any work
         let configuration = options.profileConfiguration()

@@ -51,16 +51,13 @@ struct CaptureCommand: ParsableCommand {
             Ctrl-C (SIGINT) or SIGTERM stop the capture: everything captured is written, the \
             file is moved into place and one summary line goes to standard error.
 
-            Exit codes: 69 no Bluetooth here (no kernel support, no btmon), 77 permission \
-            denied (run as root or grant CAP_NET_RAW), 73 the output exists (use --force).
-
             Examples:
               sudo gattlab capture -o phone.btsnoop
               sudo gattlab capture -o field.pcap --index 0 --live
               sudo gattlab capture -o ring.btsnoop --max-size 20 --max-files 5
               sudo gattlab capture -o ota.btsnoop --live --timeline --profile speaker
               sudo gattlab capture -o ota.btsnoop --via btmon --duration 60
-            """)
+            """ + "\n\n" + ExitStatus.help([.success, .usage, .badInput, .noInput, .unavailable, .noPermission, .cannotCreate]))
 
     @Option(name: [.customShort("o"), .long], help: ArgumentHelp("The capture to write: a .btsnoop or .pcap file.", valueName: "file"))
     var output: String
@@ -200,14 +197,19 @@ struct CaptureCommand: ParsableCommand {
     private func fail(_ error: any Error) -> ExitStatus {
         if let e = error as? CaptureError { return report(e, decoded: 0) }
         guard let e = error as? LiveSourceError else {
-            printError("gattlab: error: \(error)")
-            return .software
+            let failure = Failure(.software, "\(error)", hint: "this is a bug in gattlab; please report it with the command line")
+            failure.report()
+            return failure.status
         }
-        printError("gattlab: error: \(e.message)")
-        switch e.kind {
-        case .permissionDenied: return .noPermission
-        case .unavailable, .failed: return .unavailable
+        // The source's message says what to try after "; ": that is the hint line.
+        var what = e.message, hint: String?
+        if let split = what.range(of: "; ") {
+            hint = String(what[split.upperBound...])
+            what = String(what[..<split.lowerBound])
         }
+        let failure = Failure(e.kind == .permissionDenied ? .noPermission : .unavailable, what, hint: hint)
+        failure.report()
+        return failure.status
     }
 
     static func tenths(_ seconds: Double) -> String {
@@ -260,6 +262,7 @@ final class LiveView {
 
     func consume(_ record: CaptureRecord) {
         if firstTime == nil { firstTime = record.timestamp }
+        renderer?.see(record)
         decoder.consume(record)
         if !decoder.events.isEmpty {
             profiles.consume(decoder, record: record)

@@ -22,7 +22,7 @@ struct ConvertCommand: ParsableCommand {
             Examples:
               gattlab convert ios.pklg ios.btsnoop
               gattlab convert --to pcap btmon.btsnoop btmon.pcap --index 1
-            """)
+            """ + "\n\n" + ExitStatus.help([.success, .usage, .badInput, .noInput, .noMatch, .cannotCreate]))
 
     @Option(name: .long, help: ArgumentHelp("Output format: \(OutputFormat.allCases.map(\.rawValue).joined(separator: ", ")).", valueName: "format"))
     var to: OutputFormat?
@@ -50,24 +50,31 @@ struct ConvertCommand: ParsableCommand {
         do {
             let reader = try openCapture(input)
             if reader.linkType.isLinkLayer {
-                printError("gattlab: error: \(input): \(reader.linkType) holds over-the-air link-layer packets, not HCI; it cannot become btsnoop or HCI pcap (keep the original for Wireshark)")
-                throw ExitStatus.badInput.exitCode
+                throw Failure(.badInput, "\(reader.linkType) holds over-the-air link-layer packets, not HCI: it cannot become btsnoop or HCI pcap",
+                              file: input, hint: "keep the original for Wireshark; gattlab decodes it as it is")
             }
             let monitor = reader.linkType.hasControllerIndex
             let format = to ?? OutputFormat.guess(path: output, monitor: monitor && index == nil)
             let writer = try CaptureWriter(path: output, format: format, overwrite: force, protecting: [input])
             var chosen = index
+            var sawIndex = false
             while let record = try reader.next() {
                 converted += 1
-                if let index, monitor, record.controller != index { continue }
+                if let index, record.controller != index { continue }
+                sawIndex = true
                 if !format.keepsControllers, monitor, record.kind.isHCI {
                     if chosen == nil { chosen = record.controller }
                     if chosen != record.controller {
-                        printError("gattlab: error: \(input): record \(record.number) is from controller hci\(record.controller), another than hci\(chosen!); \(format) holds one controller: choose with --index, or write btsnoop-monitor or pcap-monitor")
-                        throw ExitStatus.usage.exitCode
+                        throw Failure(.usage, "this record is from controller hci\(record.controller), another than hci\(chosen ?? 0); \(format) holds one controller",
+                                      file: input, record: record.number, offset: record.fileOffset,
+                                      hint: "choose one with --index, or write btsnoop-monitor or pcap-monitor (--to)")
                     }
                 }
                 try writer.write(record, sourceIsMonitor: monitor)
+            }
+            if let index, !sawIndex {
+                throw Failure(.noMatch, "no record from controller hci\(index) (--index \(index)); nothing written", file: input,
+                              hint: "`gattlab info \(input)` lists the controllers in the capture")
             }
             try writer.finish()
             var note = "gattlab: wrote \(output) (\(format)): \(writer.written) records"

@@ -34,7 +34,7 @@ struct CorpusCommand: ParsableCommand {
         subcommands: [Import.self, Minimize.self])
 
     struct Import: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "import", abstract: "Add the values of captures to the corpora.")
+        static let configuration = CommandConfiguration(commandName: "import", abstract: "Add the values of captures to the corpora.", discussion: ExitStatus.help([.success, .usage, .badInput, .cannotCreate]))
 
         @Argument(help: ArgumentHelp("Captures to import.", valueName: "capture"))
         var captures: [String]
@@ -51,20 +51,22 @@ struct CorpusCommand: ParsableCommand {
             for path in captures {
                 let inputs: [String: [[UInt8]]]
                 do { inputs = try CorpusImporter.extract(path, maxATT: maxATT) } catch {
-                    printError("gattlab: warning: \(path): \(error); skipped")
+                    Diagnostics.warning("\(error); skipped", file: path)
                     skipped += 1
                     continue
                 }
                 var line: [String] = []
                 for folder in inputs.keys.sorted() {
                     let dir = (corpus as NSString).appendingPathComponent(folder)
-                    try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+                    do { try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true) } catch {
+                        throw Failure(.cannotCreate, "cannot create the corpus folder", file: dir,
+                                      hint: "give a folder you can write to with --corpus")
+                    }
                     var new = 0
                     for input in inputs[folder] ?? [] {
                         let exists = FileManager.default.fileExists(atPath: (dir as NSString).appendingPathComponent(Storage.name(input)))
                         do { try Storage.writeInput(input, to: dir) } catch {
-                            printError("gattlab: error: \(error.description)")
-                            throw ExitStatus.cannotCreate.exitCode
+                            throw Failure(.cannotCreate, error.description, file: dir, hint: "check that the corpus folder is writable (--corpus)")
                         }
                         if !exists { new += 1 }
                     }
@@ -75,13 +77,15 @@ struct CorpusCommand: ParsableCommand {
             }
             let total = added.values.reduce(0, +)
             print("\(corpus): \(total) new input\(total == 1 ? "" : "s") from \(captures.count - skipped) capture\(captures.count - skipped == 1 ? "" : "s")")
-            if skipped > 0 && skipped == captures.count { throw ExitStatus.noInput.exitCode }
+            if skipped > 0 && skipped == captures.count {
+                throw Failure(.badInput, "no capture could be imported", hint: "the warnings above say why for each")
+            }
         }
     }
 
     struct Minimize: ParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "minimize", abstract: "Keep the smallest inputs that show every feature of a target.")
+            commandName: "minimize", abstract: "Keep the smallest inputs that show every feature of a target.", discussion: ExitStatus.help([.success, .usage, .noInput, .cannotCreate]))
 
         @Argument(help: ArgumentHelp("The target (gattlab fuzz list).", valueName: "target"))
         var target: String
@@ -95,11 +99,18 @@ struct CorpusCommand: ParsableCommand {
         func run() throws {
             let fuzzTarget: FuzzTarget
             do { fuzzTarget = try FuzzTargets.named(target, quirks: quirk) } catch {
-                printError("gattlab: error: \(error.description)")
-                throw ExitStatus.usage.exitCode
+                throw Failure(.usage, error.description, hint: "`gattlab fuzz list` names the targets and their quirks")
             }
             let dir = (corpus as NSString).appendingPathComponent(target)
-            let (before, after) = try CorpusImporter.minimize(fuzzTarget, dir: dir)
+            var isDir: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: dir, isDirectory: &isDir), isDir.boolValue else {
+                throw Failure(.noInput, "no corpus folder for \(target)", file: dir,
+                              hint: "give the corpora's root with --corpus (TARGET's inputs are in DIR/TARGET)")
+            }
+            let before: Int, after: Int
+            do { (before, after) = try CorpusImporter.minimize(fuzzTarget, dir: dir) } catch {
+                throw Failure(.cannotCreate, "\(error)", file: dir, hint: "check that the corpus folder is writable")
+            }
             print("\(dir): \(before) -> \(after) input\(after == 1 ? "" : "s")")
         }
     }
@@ -107,7 +118,7 @@ struct CorpusCommand: ParsableCommand {
 
 /// The work of `gattlab corpus`, apart from the command line.
 enum CorpusImporter {
-    struct Failure: Error, CustomStringConvertible {
+    struct ImportError: Error, CustomStringConvertible {
         var description: String
     }
 
@@ -121,7 +132,7 @@ enum CorpusImporter {
         do {
             outcome = try Redactor.redact(input: path, output: temp, options: RedactionOptions()) { GATTDecoder() }
         } catch {
-            throw Failure(description: "cannot redact it (\(error.description)), so it is not imported")
+            throw ImportError(description: "cannot redact it (\(error.description)), so it is not imported")
         }
         let secrets = outcome.secrets.map(\.secret.unsafeBytes).filter { $0.count >= 4 && !$0.allSatisfy { $0 == CorpusSecrets.filler } }
         let redacted = try Array(Data(contentsOf: URL(fileURLWithPath: temp)))
@@ -229,7 +240,8 @@ enum CorpusImporter {
             features.reset()
             let outcome = target.execute(Array(f.bytes.prefix(target.maxLength)), features)
             if case .finding(let kind, _) = outcome {
-                printError("gattlab: warning: \(f.name) gives a finding (\(kind)); kept so it is not lost")
+                Diagnostics.warning("this input gives a finding (\(kind)); kept so it is not lost", file: f.name,
+                                    hint: "gattlab fuzz reproduce FILE --target \(target.name) shows it")
                 kept.append(f.bytes)
             } else if features.novel > 0 {
                 kept.append(f.bytes)
@@ -239,7 +251,7 @@ enum CorpusImporter {
         // stopped half-way leaves a superset, never a loss.
         var keep: Set<String> = []
         for bytes in kept {
-            do { try Storage.writeInput(bytes, to: dir) } catch { throw Failure(description: error.description) }
+            do { try Storage.writeInput(bytes, to: dir) } catch { throw ImportError(description: error.description) }
             keep.insert(Storage.name(bytes))
         }
         for f in files where !keep.contains(f.name) {

@@ -27,7 +27,7 @@ struct DecodeCommand: ParsableCommand {
               gattlab decode --uuid OTA_STATUS --absolute-time phone.btsnoop
               gattlab decode --format json capture.pcapng | jq 'select(.type=="att")'
               gattlab decode --profile speaker --handle 0x0014 late-start.log
-            """)
+            """ + "\n\n" + ExitStatus.help([.success, .usage, .badInput, .noInput, .noMatch]))
 
     @Option(name: .long, help: "Output format: text for people, json for machines (JSON Lines).")
     var format: OutputFormatOption = .text
@@ -56,6 +56,7 @@ struct DecodeCommand: ParsableCommand {
         let style = Style.forStdout(disabled: options.noColor)
         let out = OutputStream()
         var status = ExitStatus.success
+        var written = 0
         for file in files {
             let renderer = EventRenderer(out: out, json: format == .json, style: style,
                                          reveal: options.revealSecrets, absoluteTime: absoluteTime,
@@ -71,6 +72,7 @@ struct DecodeCommand: ParsableCommand {
             do {
                 let reader = try openCapture(file)
                 while let record = try reader.next() {
+                    renderer.see(record)
                     decoder.consume(record)
                     decoded += 1
                     if !decoder.events.isEmpty {
@@ -87,6 +89,13 @@ struct DecodeCommand: ParsableCommand {
                 status = status.worst(report(error, decoded: decoded))
             }
             out.flush()
+            written += renderer.written
+        }
+        let filters = connection.map { "--connection \($0.argument)" } + handle.map { "--handle \($0.argument)" }
+            + uuid.map { "--uuid \($0.argument)" }
+        if status == .success, written == 0, !filters.isEmpty {
+            throw Failure(.noMatch, "nothing matched \(filters.joined(separator: " "))", file: files.count == 1 ? files[0] : "\(files.count) captures",
+                          hint: "`gattlab info FILE` lists the connections and the GATT table with handles and UUIDs")
         }
         if status != .success { throw status.exitCode }
     }

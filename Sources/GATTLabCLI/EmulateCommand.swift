@@ -34,7 +34,7 @@ struct EmulateCommand: ParsableCommand {
         defaultSubcommand: Serve.self)
 
     struct ListScenarios: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "list", abstract: "List the devices and the scenarios.")
+        static let configuration = CommandConfiguration(commandName: "list", abstract: "List the devices and the scenarios.", discussion: ExitStatus.help([.success]))
 
         func run() {
             let width = (EmulatedDeviceSpec.devices.map(\.name) + Scenario.all.map(\.name)).map(\.count).max() ?? 0
@@ -56,7 +56,7 @@ struct EmulateCommand: ParsableCommand {
     }
 
     struct RunScenario: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "scenario", abstract: "Run one scenario and record it.")
+        static let configuration = CommandConfiguration(commandName: "scenario", abstract: "Run one scenario and record it.", discussion: ExitStatus.help([.success, .usage, .cannotCreate]))
 
         @Argument(help: ArgumentHelp("The scenario (see `gattlab emulate list`).", valueName: "name"))
         var name: String
@@ -101,17 +101,17 @@ struct EmulateCommand: ParsableCommand {
             switch box.get() {
             case .success(let r): result = r
             case .failure(let e):
-                printError("gattlab: error: scenario \(name) stopped: \(e)")
-                throw ExitCode(ExitStatus.finding.rawValue)
-            case nil: throw ExitCode(ExitStatus.finding.rawValue)
+                // Scenarios are written to run to their end, faults included: stopping is a bug.
+                throw Failure(.software, "scenario \(name) stopped: \(e)", hint: "this is a bug in gattlab; please report it with the command line")
+            case nil:
+                throw Failure(.software, "scenario \(name) ended without a result", hint: "this is a bug in gattlab; please report it with the command line")
             }
             if verbose { for line in result.log { print(line) } }
             if let record {
                 do {
                     try result.recording.write(to: record, overwrite: force)
                 } catch {
-                    printError("gattlab: error: \(error.description)")
-                    throw ExitCode(ExitStatus.of(error).rawValue)
+                    throw Failure(error)
                 }
                 print("\(name): \(result.recording.packets.count) HCI packets written to \(record) (seed \(seed), MTU \(mtu))")
             } else {

@@ -49,7 +49,7 @@ extension EmulateCommand {
                   gattlab emulate sensor-scan --listen unix:/tmp/s.sock --connections 1 --quiet
                   gattlab emulate speaker --quirk ssid-overflow --exit-on-crash --listen unix:/tmp/f.sock
                   gattlab emulate speaker-ota --hci hci1
-                """)
+                """ + "\n\n" + ExitStatus.help([.success, .usage, .unavailable, .software, .cannotCreate]))
 
         @Argument(help: ArgumentHelp("The device: speaker, sensor, nrf7, esp, or a scenario name for its device with that scenario's faults (see `gattlab emulate list`).",
                                      valueName: "device"))
@@ -141,8 +141,7 @@ extension EmulateCommand {
                 do {
                     listener = try Self.peripheral(on: index, name: spec.name)
                 } catch {
-                    printError("gattlab: error: \(error)")
-                    throw ExitCode(ExitStatus.unavailable.rawValue)
+                    throw Failure(.unavailable, "\(error)", hint: "emulate --hci needs a Bluetooth controller (btvirt or a real one) and root")
                 }
                 emulator = SocketEmulator(device: spec, seed: seed, listener: listener, speed: speed, freshDevicePerClient: freshDevice,
                                           exitOnCrash: exitOnCrash)
@@ -151,8 +150,7 @@ extension EmulateCommand {
                     emulator = try SocketEmulator(device: spec, seed: seed, path: path, speed: speed, freshDevicePerClient: freshDevice,
                                                   exitOnCrash: exitOnCrash)
                 } catch {
-                    printError("gattlab: error: \(error)")
-                    throw ExitCode(ExitStatus.cannotCreate.rawValue)
+                    throw Failure(.cannotCreate, "\(error)", hint: "choose a socket path in a folder you can write to")
                 }
             }
             let speedText = speed == speed.rounded() && speed < 1e15 ? String(Int64(speed)) : String(speed)
@@ -172,8 +170,7 @@ extension EmulateCommand {
             }
             done.wait()
             if let crash = outcome.crash {
-                printError("gattlab: firmware crash: \(crash); exiting (--exit-on-crash)")
-                throw ExitCode(ExitStatus.software.rawValue)
+                throw Failure(.software, "the emulated firmware crashed: \(crash); exiting (--exit-on-crash)")
             }
         }
     }

@@ -17,6 +17,8 @@ final class EventRenderer {
     var handleFilter: [UInt16] = []
     var uuidFilter: [UUIDFilter] = []
     var attOnly = false
+    /// Lines written: with filters, none means the filters matched nothing.
+    private(set) var written = 0
     private var firstTime: Int64?
     private var announcedTables: Set<ConnectionKey> = []
 
@@ -32,9 +34,16 @@ final class EventRenderer {
     /// The decoder of the events being rendered, for table lookups (endpoint names).
     private weak var decoder: GATTDecoder?
 
+    /// Every record, with events or not: times are relative to the file's first record (as in
+    /// timelines and tshark's frame.time_relative), not to the first one that printed a line.
+    @inline(__always)
+    func see(_ record: CaptureRecord) {
+        if firstTime == nil { firstTime = record.timestamp }
+    }
+
     func render(_ events: [GATTEvent], record: CaptureRecord, decoder: GATTDecoder) {
         self.decoder = decoder
-        if firstTime == nil { firstTime = record.timestamp }
+        see(record)
         for event in events {
             switch event {
             case .att(let e):
@@ -107,6 +116,7 @@ final class EventRenderer {
         s += conn + String(repeating: " ", count: max(1, 8 - conn.count)) + " " + arrow
         s += String(repeating: " ", count: max(1, 4 - arrow.count)) + body
         out.line(s)
+        written += 1
     }
 
     private func textATT(_ e: ATTEvent, _ record: CaptureRecord, _ decoder: GATTDecoder) {
@@ -309,6 +319,9 @@ final class EventRenderer {
         out.int(record.number)
         out.write(",\"time\":")
         out.int(Int(record.timestamp))
+        // Seconds since the file's first record, as text output and tshark's frame.time_relative.
+        out.write(",\"relativeTime\":")
+        out.seconds(record.timestamp &- (firstTime ?? record.timestamp))
         if let file { out.write(",\"file\":"); out.jsonString(file) }
         if let key {
             out.write(",\"connection\":")
@@ -318,6 +331,7 @@ final class EventRenderer {
         firstField = false
         body()
         out.write("}\n")
+        written += 1
     }
 
     /// Fields of a `protocol` line, for the protocol renderer.

@@ -34,7 +34,7 @@ struct FuzzCommand: ParsableCommand {
         defaultSubcommand: Run.self)
 
     struct List: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "list", abstract: "List the fuzz targets.")
+        static let configuration = CommandConfiguration(commandName: "list", abstract: "List the fuzz targets.", discussion: ExitStatus.help([.success, .usage]))
 
         @Option(name: .long, help: "Output format: text, or json (name, summary, maxLength: the libFuzzer -max_len make fuzz passes).")
         var format: OutputFormatOption = .text
@@ -62,7 +62,7 @@ struct FuzzCommand: ParsableCommand {
     }
 
     struct Run: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "run", abstract: "Run a campaign against one target.")
+        static let configuration = CommandConfiguration(commandName: "run", abstract: "Run a campaign against one target.", discussion: ExitStatus.help([.success, .finding, .usage, .unavailable, .noPermission, .cannotCreate, .interrupted]))
 
         @Argument(help: ArgumentHelp("The target (gattlab fuzz list).", valueName: "target"))
         var target: String
@@ -170,13 +170,13 @@ struct FuzzCommand: ParsableCommand {
                     // A device that cannot be reached at all is no finding: say why, once.
                     let probe = try parsed.link(security: "low", speed: speed)
                     if let why = Self.firstConnectionFails(probe.link, failure: probe.failure) {
-                        printError("gattlab: error: cannot reach \(remote): \(why)")
-                        throw ExitStatus.unavailable.exitCode
+                        throw Failure(.unavailable, "cannot reach \(remote): \(why)",
+                                      hint: "check that the device (or `gattlab emulate --listen`) is up and the address is right")
                     }
                     if case .bluez = parsed, !BlueZController.maySendCommands {
                         // Each input must start on a new link; only an HCI Disconnect ends one now.
-                        printError("gattlab: error: fuzzing over bluez: ends each input's LE link with an HCI Disconnect, which needs CAP_NET_RAW; run as root or grant it (setcap cap_net_raw+ep)")
-                        throw ExitStatus.noPermission.exitCode
+                        throw Failure(.noPermission, "fuzzing over bluez: ends each input's LE link with an HCI Disconnect, which needs CAP_NET_RAW",
+                                      hint: "run as root or grant it: setcap cap_net_raw+ep $(command -v gattlab)")
                     }
                     // An answer needs no device timer: a process that is merely busy gets a
                     // second of wall time whatever the speed.
@@ -191,8 +191,7 @@ struct FuzzCommand: ParsableCommand {
                     fuzzTarget = try FuzzTargets.named(target, quirks: quirk)
                 }
             } catch let error as FuzzError {
-                printError("gattlab: error: \(error.description)")
-                throw ExitStatus.usage.exitCode
+                throw Failure(.usage, error.description, hint: "`gattlab fuzz list` names the targets and their quirks")
             }
             var options = CampaignOptions()
             options.seed = seed
@@ -201,14 +200,15 @@ struct FuzzCommand: ParsableCommand {
             options.corpus = corpus
             options.findings = findings
             options.keepGoing = keepGoing
-            options.progressEvery = quiet ? 0 : 2
+            // Progress is for a person watching: only on a terminal.
+            options.progressEvery = quiet || isatty(2) != 1 ? 0 : 2
             let campaign = Campaign(target: fuzzTarget, options: options, quirks: quirk)
             let summary: CampaignSummary
+            CampaignStop.installHandlers()
             do {
                 summary = try campaign.run { printError($0) }
             } catch {
-                printError("gattlab: error: \(error.description)")
-                throw ExitStatus.cannotCreate.exitCode
+                throw Failure(.cannotCreate, error.description, hint: "check that the --corpus and --findings folders are writable")
             }
             report([summary])
         }
@@ -217,6 +217,8 @@ struct FuzzCommand: ParsableCommand {
         /// sharing the corpus folder.
         func runJobs() throws {
             let me = URL(fileURLWithPath: CommandLine.arguments[0])
+            // Ctrl-C reaches the jobs too: each ends with its summary, which this process reports.
+            CampaignStop.installHandlers()
             var processes: [(Process, Pipe)] = []
             for i in 0..<jobs {
                 var args = ["fuzz", "run", target, "--seed", String(seed &+ UInt64(i)), "--findings", findings, "--format", "json"]
@@ -266,6 +268,7 @@ struct FuzzCommand: ParsableCommand {
                 if crashedJobs > 0 { print("  \(crashedJobs) job\(crashedJobs == 1 ? "" : "s") crashed; its input is in \(self.findings) (*-crash-*)") }
             }
             if !findings.isEmpty || crashedJobs > 0 { Foundation.exit(ExitStatus.finding.rawValue) }
+            if summaries.contains(where: \.interrupted) { Foundation.exit(ExitStatus.interrupted.rawValue) }
         }
     }
 
@@ -273,7 +276,7 @@ struct FuzzCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "reproduce",
             abstract: "Run one input (a finding, a corpus file) against its target once.",
-            discussion: "The target and quirks come from the note beside a finding (FILE.txt), else from --target. Exit 1 when the input still gives a finding, 0 when it no longer does.")
+            discussion: "The target and quirks come from the note beside a finding (FILE.txt), else from --target. Exit 1 when the input still gives a finding, 0 when it no longer does." + "\n\n" + ExitStatus.help([.success, .finding, .usage, .noInput]))
 
         @Argument(help: ArgumentHelp("The input file.", valueName: "file"))
         var file: String
@@ -286,19 +289,17 @@ struct FuzzCommand: ParsableCommand {
 
         func run() throws {
             guard let data = FileManager.default.contents(atPath: file) else {
-                printError("gattlab: error: \(file): cannot open")
-                throw ExitStatus.noInput.exitCode
+                throw Failure(.noInput, "cannot open the input", file: file, hint: "check the path of the finding to reproduce")
             }
             let note = FindingNote(path: file + ".txt")
             guard let name = target ?? note?.target else {
-                printError("gattlab: error: \(file) has no note (\(file).txt) naming its target; give --target")
-                throw ExitStatus.usage.exitCode
+                throw Failure(.usage, "the input has no note (\(file).txt) naming its target", file: file,
+                              hint: "give the target with --target (`gattlab fuzz list` names them)")
             }
             let quirks = quirk.isEmpty ? (note?.quirks ?? []) : quirk
             let fuzzTarget: FuzzTarget
             do { fuzzTarget = try FuzzTargets.named(name, quirks: quirks) } catch {
-                printError("gattlab: error: \(error.description)")
-                throw ExitStatus.usage.exitCode
+                throw Failure(.usage, error.description, hint: "`gattlab fuzz list` names the targets and their quirks")
             }
             let outcome = fuzzTarget.run(Array(data))
             switch outcome {

@@ -102,8 +102,11 @@ struct DecodeOptions: ParsableArguments {
 struct ConnectionFilter: ExpressibleByArgument {
     var controller: UInt16?
     var id: UInt32
+    /// As the user wrote it, for messages.
+    var argument: String
 
     init?(argument: String) {
+        self.argument = argument
         var rest = Substring(argument.lowercased())
         if rest.hasPrefix("hci"), let slash = rest.firstIndex(of: "/") {
             guard let c = UInt16(rest[rest.index(rest.startIndex, offsetBy: 3)..<slash]) else { return nil }
@@ -125,7 +128,9 @@ struct ConnectionFilter: ExpressibleByArgument {
 /// `--handle`: decimal or 0x-prefixed hex.
 struct HandleFilter: ExpressibleByArgument {
     var handle: UInt16
+    var argument: String
     init?(argument: String) {
+        self.argument = argument
         guard let v = parseInteger(Substring(argument.lowercased()), max: 0xFFFF) else { return nil }
         handle = UInt16(v)
     }
@@ -135,7 +140,9 @@ struct HandleFilter: ExpressibleByArgument {
 struct UUIDFilter: ExpressibleByArgument {
     var uuid: BluetoothUUID?
     var name: String?
+    var argument: String
     init?(argument: String) {
+        self.argument = argument
         if let u = BluetoothUUID(string: argument) { uuid = u } else { name = argument.lowercased() }
     }
 

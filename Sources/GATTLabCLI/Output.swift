@@ -82,6 +82,21 @@ final class OutputStream {
         }
     }
 
+    /// Microseconds as seconds with six decimals (`1.250000`, `-0.000300`), without floating point.
+    func seconds(_ micros: Int64) {
+        if micros < 0 { buffer.append(UInt8(ascii: "-")) }
+        let m = micros.magnitude
+        int(Int(m / 1_000_000))
+        buffer.append(UInt8(ascii: "."))
+        var frac = Int(m % 1_000_000)
+        var divisor = 100_000
+        for _ in 0..<6 {
+            buffer.append(UInt8(48 + frac / divisor))
+            frac %= divisor
+            divisor /= 10
+        }
+    }
+
     /// A JSON string literal with escapes.
     func jsonString(_ s: String) {
         buffer.append(UInt8(ascii: "\""))

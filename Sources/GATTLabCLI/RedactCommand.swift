@@ -35,7 +35,7 @@ struct RedactCommand: ParsableCommand {
             Examples:
               gattlab redact field.btsnoop -o field-shareable.btsnoop
               gattlab redact --anonymize-addresses --replace-names field.pcapng -o share.pcapng
-            """)
+            """ + "\n\n" + ExitStatus.help([.success, .usage, .badInput, .noInput, .software, .cannotCreate]))
 
     @Argument(help: ArgumentHelp("The capture to redact (never modified).", valueName: "in"))
     var input: String
@@ -72,16 +72,14 @@ struct RedactCommand: ParsableCommand {
 
     func run() throws {
         guard FileManager.default.fileExists(atPath: input) else {
-            printError("gattlab: error: \(input): no such file")
-            throw ExitStatus.noInput.exitCode
+            throw Failure(.noInput, "no such file", file: input, hint: "check the path of the capture to redact")
         }
         if OutputFiles.sameFile(input, output) {
-            printError("gattlab: error: \(output) is the input; redact never overwrites its input: choose another output")
-            throw ExitStatus.usage.exitCode
+            throw Failure(.cannotCreate, "the output is the input; redact never overwrites its input", file: output,
+                          hint: "choose another output file")
         }
         if FileManager.default.fileExists(atPath: output), !force {
-            printError("gattlab: error: \(output) exists; add --force to replace it")
-            throw ExitStatus.cannotCreate.exitCode
+            throw Failure(.cannotCreate, "the output exists; nothing written", file: output, hint: "add --force to replace it, or choose another output")
         }
         _ = try options.makeDecoder()
         var redaction = RedactionOptions()
@@ -92,7 +90,8 @@ struct RedactCommand: ParsableCommand {
         if !noTshark {
             redaction.tshark = Self.findTshark()
             if redaction.tshark == nil {
-                printError("gattlab: warning: tshark not found: the Wireshark check is skipped (install tshark, or pass --no-tshark to silence this)")
+                Diagnostics.warning("tshark not found: the Wireshark check of the redacted copy is skipped",
+                                    hint: "install tshark (apt-get install tshark), or pass --no-tshark to silence this")
             }
         }
         let decodeOptions = options
@@ -104,14 +103,15 @@ struct RedactCommand: ParsableCommand {
         } catch {
             switch error {
             case .input(let e):
-                printError("gattlab: error: \(e.description); nothing written (redaction needs the whole file: salvage the intact part with `gattlab convert` first)")
-                throw ExitStatus.of(e).exitCode
+                var failure = Failure(e)
+                failure.what += "; nothing written"
+                failure.hint = "redaction needs the whole file: salvage the intact part with `gattlab convert` first"
+                throw failure
             case .output(let m):
-                printError("gattlab: error: \(m)")
-                throw ExitStatus.cannotCreate.exitCode
+                throw Failure(.cannotCreate, m, file: output, hint: "check that the folder exists and is writable")
             case .verification, .internalError:
-                printError("gattlab: error: \(input): \(error.description)")
-                throw ExitStatus.software.exitCode
+                throw Failure(.software, error.description, file: input,
+                              hint: "nothing was written; please report this with the capture, or share nothing from it")
             }
         }
         let text = format == .json ? Self.json(outcome, reveal: options.revealSecrets) : Self.text(outcome, reveal: options.revealSecrets)

@@ -38,7 +38,7 @@ struct ReplayCommand: ParsableCommand {
                 with a timeout, for the equivalent notification. Passwords, passphrases and URL \
                 secrets are overwritten with '*' unless --reveal-secrets: such a script needs \
                 --set at run time, so recorded credentials never reach a device by accident.
-                """)
+                """ + "\n\n" + ExitStatus.help([.success, .usage, .badInput, .noInput, .noMatch, .cannotCreate]))
 
         @Argument(help: ArgumentHelp("The capture (btsnoop, PacketLogger, pcap, pcapng).", valueName: "capture"))
         var capture: String
@@ -63,7 +63,7 @@ struct ReplayCommand: ParsableCommand {
             let script = try ReplayCommand.extract(capture, options)
             if let output {
                 try OutputFiles.write(script.json(), to: output, force: force, protecting: [capture])
-                printError("\(output): \(script.steps.count) steps from \(script.source.connections.count) connection\(script.source.connections.count == 1 ? "" : "s") to \(script.source.peer ?? "the device")\(script.redacted ? "; secrets redacted (give them with --set at run time)" : "")")
+                printError("gattlab: wrote \(output): \(script.steps.count) steps from \(script.source.connections.count) connection\(script.source.connections.count == 1 ? "" : "s") to \(script.source.peer ?? "the device")\(script.redacted ? "; secrets redacted (give them with --set at run time)" : "")")
             } else {
                 let out = OutputStream()
                 out.write(script.json())
@@ -88,9 +88,6 @@ struct ReplayCommand: ParsableCommand {
                                 (an emulated one, gattlab emulate --hci, takes --speed
                                 as unix: does)
 
-                Exit codes: 0 equivalent, 1 diverged, 69 the target failed (no connection, it hung \
-                up, or no answer within the ATT timeout), 64 usage, 65 a bad script or capture.
-
                 Timing: `recorded` keeps the phone's delays between steps, `fast` drops them, a \
                 number divides them. Waits for answers and notifications keep their timeouts.
 
@@ -98,7 +95,7 @@ struct ReplayCommand: ParsableCommand {
                 secrets are redacted, so --set must give them. Against bluez:, writes and \
                 commands are sent only with --allow-writes; otherwise the run is read-only and \
                 says what it skipped.
-                """)
+                """ + "\n\n" + ExitStatus.help([.success, .finding, .usage, .badInput, .noInput, .unavailable, .cannotCreate]))
 
         @Argument(help: ArgumentHelp("A script from `replay extract`, or a capture.", valueName: "script"))
         var input: String
@@ -170,13 +167,12 @@ struct ReplayCommand: ParsableCommand {
                                         attTimeout: Int64(attTimeout * 1_000_000))
             let script = try loadScript(revealSecrets: !target.isRealDevice)
             if let record, FileManager.default.fileExists(atPath: record), !force {
-                printError("gattlab: error: \(record) exists; add --force to replace it")
-                throw ExitStatus.cannotCreate.exitCode
+                throw Failure(.cannotCreate, "the --record output exists; nothing replayed", file: record,
+                              hint: "add --force to replace it, or choose another --record file")
             }
             let runner = ReplayRunner(script: script, options: options)
             do { _ = try runner.values() } catch {
-                printError("gattlab: error: \(error.description)")
-                throw ExitStatus.usage.exitCode
+                throw Failure(error)
             }
             // One link per repetition: a fresh emulated device, or a new connection to the
             // emulator process or device (which serves them one after another).
@@ -233,17 +229,16 @@ struct ReplayCommand: ParsableCommand {
             switch box.get() {
             case .success(let r): report = r
             case .failure(let e):
-                printError("gattlab: error: \(e.description)")
-                throw ExitStatus.usage.exitCode
-            case nil: throw ExitStatus.software.exitCode
+                throw Failure(e)
+            case nil:
+                throw Failure(.software, "the replay ended without a report", hint: "this is a bug in gattlab; please report it with the command line")
             }
             if let record, let recording = box.recording() {
                 do {
                     try recording.write(to: record, overwrite: force)
-                    printError("\(record): the replay recorded, \(recording.packets.count) HCI packets")
+                    printError("gattlab: wrote \(record): the replay recorded, \(recording.packets.count) HCI packets")
                 } catch {
-                    printError("gattlab: error: \(error.description)")
-                    throw ExitStatus.cannotCreate.exitCode
+                    throw Failure(.cannotCreate, error.description, file: record, hint: "check that the folder exists and is writable")
                 }
             }
             let out = OutputStream()
@@ -255,22 +250,25 @@ struct ReplayCommand: ParsableCommand {
             switch report.verdict {
             case .equivalent: return
             case .diverged: throw ExitStatus.finding.exitCode
-            case .targetFailed: throw ExitStatus.unavailable.exitCode
+            case .targetFailed:
+                // The report above says it step by step; stderr says it in the voice of every error.
+                let step = report.failure
+                let why = step?.differences.first ?? "it stopped answering"
+                throw Failure(.unavailable, "the target failed at step \(step?.step ?? 0) (\(step?.action ?? "?")): \(why)",
+                              hint: "check that the device (or `gattlab emulate --listen`) is up, in range and not serving another client")
             }
         }
 
         /// A script file, or a capture extracted on the fly (its secrets kept only for emulators).
         func loadScript(revealSecrets: Bool) throws -> SessionScript {
             guard let data = FileManager.default.contents(atPath: input) else {
-                printError("gattlab: error: \(input): cannot open")
-                throw ExitStatus.noInput.exitCode
+                throw Failure(.noInput, "cannot open the script or capture", file: input, hint: "check the path and that the file is readable")
             }
             if data.first(where: { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }) == UInt8(ascii: "{") {
                 do {
                     return try SessionScript.parse(data, path: input)
                 } catch {
-                    printError("gattlab: error: \(error.description)")
-                    throw ExitStatus.badInput.exitCode
+                    throw Failure(error)
                 }
             }
             return try ReplayCommand.extract(input, ExtractOptions(revealSecrets: revealSecrets))
@@ -282,10 +280,25 @@ struct ReplayCommand: ParsableCommand {
         do {
             return try ScriptExtractor.extract(path: path, options: options)
         } catch let error as CaptureError {
-            throw report(error, decoded: 0).exitCode
+            throw Failure(error)
         } catch let error as ReplayError {
-            printError("gattlab: error: \(error.description)")
-            throw ExitStatus.badInput.exitCode
+            throw Failure(error, filtered: options.connection != nil || options.peer != nil)
+        }
+    }
+}
+
+extension Failure {
+    /// A replay error in the voice of every error; `filtered`: --connection or --peer chose
+    /// what to replay, so "nothing to replay" means the filter matched nothing.
+    init(_ error: ReplayError, filtered: Bool = false) {
+        switch error {
+        case .badScript(let path, let why):
+            self.init(.badInput, why, file: path, hint: "a script is what `gattlab replay extract` writes (schema gattlab.replay/1, docs/replay.md)")
+        case .nothingToReplay(let path, let why):
+            self.init(filtered ? .noMatch : .badInput, why, file: path,
+                      hint: filtered ? "`gattlab info \(path)` lists the connections and peers" : "a replay needs a connection with ATT traffic")
+        case .usage(let why):
+            self.init(.usage, why, hint: "see 'gattlab replay run --help'")
         }
     }
 }
@@ -330,15 +343,14 @@ enum ReplayTarget: CustomStringConvertible {
     func link(security: String, speed: Double) throws -> (link: any TimedATTBearer & LinkControl, failure: @Sendable () async -> String?) {
         switch self {
         case .emulated:
-            throw ExitStatus.software.exitCode
+            throw Failure(.software, "an emulated target has no outside link", hint: "this is a bug in gattlab; please report it with the command line")
         case .unix(let path):
             let link = UnixSocketLink(path: path, speed: speed)
             return (link, { await link.lastError?.description })
         case .bluez(let text):
             let target: BlueZTarget
             do { target = try BlueZTarget(parsing: text) } catch {
-                printError("gattlab: error: \(error.description)")
-                throw ExitStatus.usage.exitCode
+                throw Failure(.usage, error.description, hint: "a BlueZ target is bluez:hciN/AA:BB:CC:DD:EE:FF (the controller, then the device's address)")
             }
             let link = BlueZLink(target: target, security: BlueZSecurity(rawValue: security) ?? .low, speed: speed)
             return (link, { await link.lastError?.description })

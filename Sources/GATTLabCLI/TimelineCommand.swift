@@ -41,7 +41,7 @@ struct TimelineCommand: ParsableCommand {
               gattlab timeline --format perfetto -o trace.json field.btsnoop
               gattlab timeline captures/            (every capture in the folder)
               gattlab timeline --fail-on error captures/   (exit 1 when a rule finds an error)
-            """)
+            """ + "\n\n" + ExitStatus.help([.success, .finding, .usage, .badInput, .noInput, .noMatch, .cannotCreate]))
 
     @Option(name: .long, help: "Output format: text, json, html or perfetto.")
     var format: TimelineFormatOption = .text
@@ -68,6 +68,15 @@ struct TimelineCommand: ParsableCommand {
     @Option(name: .customLong("fail-on"), help: "Exit 1 when a finding of this severity or worse is found: never, error, warning.")
     var failOn: FailOnOption = .never
 
+    @Option(name: .long, help: ArgumentHelp(
+        "Only devices with this address, name or id (d0, d1...; repeatable); exit 67 when none matches.", valueName: "device"))
+    var device: [String] = []
+
+    @Option(name: .long, help: ArgumentHelp(
+        "Only devices that spoke this protocol (repeatable): \(DeviceFilter.protocols.joined(separator: ", ")); exit 67 when none did.",
+        valueName: "name"))
+    var `protocol`: [String] = []
+
     @OptionGroup var options: DecodeOptions
 
     @Argument(help: ArgumentHelp("Capture files or folders of captures.", valueName: "file"))
@@ -81,8 +90,8 @@ struct TimelineCommand: ParsableCommand {
     func run() throws {
         let paths = try CaptureFiles.expand(files)
         guard !paths.isEmpty else {
-            printError("gattlab: error: no capture files in \(files.joined(separator: ", "))")
-            throw ExitStatus.noInput.exitCode
+            throw Failure(.noInput, "no capture files found", file: files.joined(separator: ", "),
+                          hint: "give capture files, or folders that hold btsnoop, PacketLogger, pcap or pcapng files")
         }
         if (format == .html || format == .perfetto), output == nil, isatty(1) == 1 {
             throw ValidationError("--format \(format.rawValue) writes a file: give -o FILE (or redirect standard output)")
@@ -96,7 +105,15 @@ struct TimelineCommand: ParsableCommand {
         for r in results { if let e = r.error { status = status.worst(report(e, decoded: r.timeline.records)) } }
         let renderOptions = RenderOptions(reveal: options.revealSecrets, absoluteTime: absoluteTime, pretty: pretty)
         // A file that could not be read at all has no story: its one-line error says it all.
-        let timelines = results.filter { $0.error == nil || $0.timeline.records > 0 }.map(\.timeline)
+        var timelines = results.filter { $0.error == nil || $0.timeline.records > 0 }.map(\.timeline)
+        let filter = DeviceFilter(devices: device, protocols: `protocol`)
+        if filter.isActive, !timelines.isEmpty {
+            timelines = timelines.map { $0.filtered(devices: filter.matches) }.filter { !$0.devices.isEmpty }
+            if timelines.isEmpty {
+                throw Failure(.noMatch, "no device matched \(filter)", file: paths.count == 1 ? paths[0] : "\(paths.count) captures",
+                              hint: "`gattlab timeline` without filters lists the devices, their ids and protocols")
+            }
+        }
         if !timelines.isEmpty { try write(timelines, options: renderOptions) }
         if failOn != .never {
             let threshold: Finding.Severity = failOn == .error ? .error : .warning
@@ -133,8 +150,7 @@ struct TimelineCommand: ParsableCommand {
             try OutputFiles.makeFolder(dir)
             let ext = format == .html ? "html" : "trace.json"
             var written: [String] = []
-            for t in timelines {
-                let name = URL(fileURLWithPath: t.source).lastPathComponent
+            for (t, name) in zip(timelines, CaptureFiles.outputNames(timelines.map(\.source))) {
                 let path = (dir as NSString).appendingPathComponent("\(name).\(ext)")
                 try OutputFiles.write(render(t), to: path, force: force, protecting: timelines.map(\.source))
                 written.append(path)
@@ -153,6 +169,28 @@ struct TimelineCommand: ParsableCommand {
         }
         try OutputFiles.write(text, to: path, force: force, protecting: files)
         printError("gattlab: wrote \(path)")
+    }
+}
+
+/// `--device` and `--protocol`: which devices of a timeline to keep.
+struct DeviceFilter: CustomStringConvertible {
+    static let protocols = ProfileDecoder.registry.map { $0.name }
+    var devices: [String]
+    var protocols: [String]
+
+    var isActive: Bool { !devices.isEmpty || !protocols.isEmpty }
+
+    func matches(_ d: TimelineDevice) -> Bool {
+        let byDevice = devices.isEmpty || devices.contains { wanted in
+            let w = wanted.lowercased()
+            return d.address?.lowercased() == w || d.name?.lowercased() == w || "d\(d.id)" == w
+        }
+        let byProtocol = protocols.isEmpty || protocols.contains { p in d.protocols.contains { $0.lowercased() == p.lowercased() } }
+        return byDevice && byProtocol
+    }
+
+    var description: String {
+        (devices.map { "--device \($0)" } + protocols.map { "--protocol \($0)" }).joined(separator: " ")
     }
 }
 
@@ -284,24 +322,56 @@ enum SummaryTable {
     }
 }
 
-/// Which files a list of paths and folders names.
+/// Which files a list of paths and folders names. Files named on the command line are taken as
+/// they are (a damaged one gets its error); in folders, files are picked by their first bytes,
+/// never by name, so rotated logs (`btsnoop_hci.log.last`, `.cfa`, `.log.1`) are found and notes
+/// beside them are listed as skipped.
 enum CaptureFiles {
-    static let extensions: Set<String> = ["btsnoop", "log", "cfa", "pklg", "pcap", "pcapng", "cap", "snoop", "ntar"]
-
     static func expand(_ arguments: [String]) throws -> [String] {
         var out: [String] = []
         for a in arguments {
             var isDir: ObjCBool = false
             guard FileManager.default.fileExists(atPath: a, isDirectory: &isDir) else {
-                printError("gattlab: error: \(a): no such file or folder")
-                throw ExitStatus.noInput.exitCode
+                throw Failure(.noInput, "no such file or folder", file: a, hint: "check the path; a folder is searched for captures")
             }
             guard isDir.boolValue else { out.append(a); continue }
-            let found = FileManager.default.enumerator(atPath: a)?.compactMap { $0 as? String } ?? []
-            out += found.filter { extensions.contains(($0 as NSString).pathExtension.lowercased()) && !$0.hasPrefix(".") }
-                .sorted().map { (a as NSString).appendingPathComponent($0) }
+            var skipped: [String] = []
+            let found = (FileManager.default.enumerator(atPath: a)?.compactMap { $0 as? String } ?? []).sorted()
+            for relative in found where !relative.split(separator: "/").contains(where: { $0.hasPrefix(".") }) {
+                let path = (a as NSString).appendingPathComponent(relative)
+                var entry = stat()
+                guard stat(path, &entry) == 0, entry.st_mode & S_IFMT == S_IFREG else { continue }
+                if CaptureFormat.sniff(path: path) != nil { out.append(path) } else { skipped.append(relative) }
+            }
+            if !skipped.isEmpty {
+                let shown = skipped.prefix(5).joined(separator: ", ") + (skipped.count > 5 ? " and \(skipped.count - 5) more" : "")
+                Diagnostics.note("skipped \(skipped.count) file\(skipped.count == 1 ? "" : "s") that \(skipped.count == 1 ? "is" : "are") not captures: \(shown)", file: a)
+            }
         }
         return out
+    }
+
+    /// One output name per input for -o FOLDER: the file name, with as many parent folders
+    /// (joined by "__") as it takes to tell inputs with equal names apart, so that
+    /// `a/btsnoop_hci.log` and `b/btsnoop_hci.log` never write over each other.
+    static func outputNames(_ paths: [String]) -> [String] {
+        let parts = paths.map { URL(fileURLWithPath: $0).standardizedFileURL.pathComponents.filter { $0 != "/" } }
+        var depth = Array(repeating: 1, count: paths.count)
+        func name(_ i: Int) -> String { parts[i].suffix(depth[i]).joined(separator: "__") }
+        while true {
+            let names = (0..<paths.count).map(name)
+            let counts = Dictionary(names.map { ($0, 1) }, uniquingKeysWith: +)
+            let clashing = (0..<paths.count).filter { counts[names[$0]]! > 1 && depth[$0] < parts[$0].count }
+            if clashing.isEmpty { break }
+            for i in clashing { depth[i] += 1 }
+        }
+        // The same file given twice (or paths that differ only above the root): number them.
+        var seen: [String: Int] = [:]
+        return (0..<paths.count).map { i in
+            let n = name(i)
+            seen[n, default: 0] += 1
+            return seen[n]! == 1 ? n : "\(n)-\(seen[n]!)"
+        }
     }
 }
 
@@ -312,8 +382,8 @@ enum OutputFiles {
         do {
             try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         } catch {
-            printError("gattlab: error: \(path): cannot create the folder: \(error.localizedDescription)")
-            throw ExitStatus.cannotCreate.exitCode
+            throw Failure(.cannotCreate, "cannot create the folder: \(error.localizedDescription)", file: path,
+                          hint: "choose a folder you can write to with -o")
         }
     }
 
@@ -328,22 +398,18 @@ enum OutputFiles {
 
     static func write(_ text: String, to path: String, force: Bool, protecting inputs: [String]) throws {
         if inputs.contains(where: { sameFile($0, path) }) {
-            printError("gattlab: error: \(path) is an input; choose another output")
-            throw ExitStatus.usage.exitCode
+            throw Failure(.cannotCreate, "the output is an input; nothing written", file: path, hint: "choose another output with -o")
         }
         if FileManager.default.fileExists(atPath: path), !force {
-            printError("gattlab: error: \(path) exists; add --force to replace it")
-            throw ExitStatus.cannotCreate.exitCode
+            throw Failure(.cannotCreate, "the output exists; nothing written", file: path, hint: "add --force to replace it, or choose another -o")
         }
         let temp = path + ".tmp-\(getpid())"
         guard FileManager.default.createFile(atPath: temp, contents: Data(text.utf8)) else {
-            printError("gattlab: error: \(path): cannot write")
-            throw ExitStatus.cannotCreate.exitCode
+            throw Failure(.cannotCreate, "cannot write the output", file: path, hint: "check that the folder exists and is writable")
         }
         guard rename(temp, path) == 0 else {
             unlink(temp)
-            printError("gattlab: error: \(path): cannot write")
-            throw ExitStatus.cannotCreate.exitCode
+            throw Failure(.cannotCreate, "cannot write the output", file: path, hint: "check that the folder exists and is writable")
         }
     }
 }

@@ -24,10 +24,10 @@ final class ConvertTests: XCTestCase {
 
     func testConvertedFilesHaveTheSameATTContentInTshark() throws {
         _ = try Harness.tshark
-        let sources = ["yeelock__btsnoop_hci.log", "ctfusbkbd__rgbctf2020_PI_1_MagicInTheAir.btsnoop",
+        let sources = try ["yeelock__btsnoop_hci.log", "ctfusbkbd__rgbctf2020_PI_1_MagicInTheAir.btsnoop",
                        "blepcapanalyzer__hci.pcap", "darkelf__test1.pcapng", "DSD6__btsnoop_hci.log",
                        "horizon74__btsnoop_hci.log", "iSAP__hci_dump.pklg"]
-            .map { Harness.realCaptures.appendingPathComponent($0).path }
+            .map { try Harness.realCaptures.appendingPathComponent($0).path }
             + [Harness.root.appendingPathComponent("Captures/speaker-ota-demo.btsnoop").path]
         for source in sources {
             let expected = try tsharkATT(source)
@@ -73,7 +73,7 @@ final class ConvertTests: XCTestCase {
     }
 
     func testSnifferCapturesCannotBecomeHCI() throws {
-        let source = Harness.realCaptures.appendingPathComponent("TesiBLE__mouse.pcapng").path
+        let source = try Harness.realCaptures.appendingPathComponent("TesiBLE__mouse.pcapng").path
         let out = dir.appendingPathComponent("mouse.btsnoop").path
         let r = try Harness.gattlab(["convert", source, out])
         XCTAssertEqual(r.status, 65, r.stderr)

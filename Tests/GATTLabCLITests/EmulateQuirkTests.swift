@@ -34,7 +34,7 @@ final class EmulateQuirkTests: XCTestCase {
         let lines = r.stderr.split(separator: "\n").map(String.init)
         XCTAssertEqual(lines.first, "listening on unix:\(path): speaker (seed 1, speed 1000x, quirks ssid-overflow)")
         XCTAssertEqual(lines.count, 2, r.stderr)
-        XCTAssertEqual(lines.last, "gattlab: firmware crash: stack buffer overflow copying the SSID (43-byte credentials, no NUL in the first 32 bytes); exiting (--exit-on-crash)")
+        XCTAssertEqual(lines.last, "gattlab: error: the emulated firmware crashed: stack buffer overflow copying the SSID (43-byte credentials, no NUL in the first 32 bytes); exiting (--exit-on-crash)")
         XCTAssertEqual(r.stdout, "")
         XCTAssertFalse(FileManager.default.fileExists(atPath: path), "the socket file is removed")
     }
@@ -107,7 +107,8 @@ final class EmulateQuirkTests: XCTestCase {
         let nowhere = dir.appendingPathComponent("nowhere").path
         let absent = try Harness.gattlab(["fuzz", "run", "device-speaker", "--target", "unix:\(path).absent", "--runs", "5", "--findings", nowhere])
         XCTAssertEqual(absent.status, 69, absent.stdout + absent.stderr)
-        XCTAssertEqual(absent.stderr, "gattlab: error: cannot reach unix:\(path).absent: cannot connect to unix:\(path).absent: No such file or directory\n")
+        XCTAssertEqual(absent.stderr, "gattlab: error: cannot reach unix:\(path).absent: cannot connect to unix:\(path).absent: No such file or directory\n"
+                       + "gattlab: hint: check that the device (or `gattlab emulate --listen`) is up and the address is right\n")
         XCTAssertFalse(FileManager.default.fileExists(atPath: nowhere), "no findings folder for a campaign that never ran")
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Transport
 import XCTest
 
@@ -8,8 +9,9 @@ enum Harness {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent()
 
-    /// `../shared/captures/real`, beside the clone, as CI and the README set it up.
-    static let realCaptures = root.deletingLastPathComponent().appendingPathComponent("shared/captures/real")
+    /// The real captures' folder (`../shared/captures/real` or GATTLAB_REAL_CAPTURES); skips
+    /// the test in a user's plain clone, fails it under CI (TestSupport's `RealCaptures`).
+    static var realCaptures: URL { get throws { try RealCaptures.require() } }
 
     static var gattlab: URL {
         get throws {
@@ -90,13 +92,7 @@ enum Harness {
     /// PPI captures carry LE link-layer packets as DLT 147; this maps it to btle as MANIFEST.tsv says.
     static let tsharkUserDLT = #"uat:user_dlts:"User 0 (DLT=147)","btle","0","","0","""#
 
-    static func manifest() throws -> [String] {
-        let path = realCaptures.appendingPathComponent("MANIFEST.tsv")
-        guard let text = try? String(contentsOf: path, encoding: .utf8) else {
-            throw TestSetupError("\(path.path) not found: the tests need ../shared beside the clone")
-        }
-        return text.split(separator: "\n").dropFirst().compactMap { $0.split(separator: "\t").first.map(String.init) }
-    }
+    static func manifest() throws -> [String] { try RealCaptures.manifest() }
 
     /// Connects to the emulator process at `path` once it listens (the socket file appears at
     /// bind, just before listen), trying for `seconds`.
@@ -118,6 +114,14 @@ enum Harness {
         return dir
     }
 
+    /// Whether stderr is one failure in the voice of every command: one `gattlab: error:` line,
+    /// then at most one `gattlab: hint:` line.
+    static func oneError(_ stderr: String) -> Bool {
+        let lines = stderr.split(separator: "\n")
+        guard let first = lines.first, first.hasPrefix("gattlab: error: ") else { return false }
+        return lines.count == 1 || (lines.count == 2 && lines[1].hasPrefix("gattlab: hint: "))
+    }
+
     /// JSON Lines objects of one type.
     static func jsonLines(_ text: String, type: String? = nil) -> [[String: Any]] {
         text.split(separator: "\n").compactMap { line in
@@ -137,16 +141,17 @@ enum EveryRealCapture {
     }
 
     @discardableResult
-    static func check(_ files: [String], _ body: @Sendable (_ name: String, _ path: String) throws -> Outcome) -> Int {
+    static func check(_ files: [String], _ body: @Sendable (_ name: String, _ path: String) throws -> Outcome) throws -> Int {
         final class Results: @unchecked Sendable {
             let lock = NSLock()
             var lines: [String] = []
             var failures: [String] = []
         }
         let results = Results()
+        let folder = try Harness.realCaptures
         DispatchQueue.concurrentPerform(iterations: files.count) { i in
             let name = files[i]
-            let path = Harness.realCaptures.appendingPathComponent(name).path
+            let path = folder.appendingPathComponent(name).path
             let outcome: Outcome
             do { outcome = try body(name, path) } catch { outcome = Outcome(line: "\(error)", problems: ["\(error)"]) }
             results.lock.lock()
@@ -160,7 +165,3 @@ enum EveryRealCapture {
     }
 }
 
-struct TestSetupError: Error, CustomStringConvertible {
-    var description: String
-    init(_ d: String) { description = d }
-}

@@ -75,7 +75,7 @@ final class TimelineRealCapturesTests: XCTestCase {
         _ = try Harness.tshark
         let files = try Harness.manifest()
         XCTAssertGreaterThan(files.count, 60)
-        let agreed = EveryRealCapture.check(files) { _, path in
+        let agreed = try EveryRealCapture.check(files) { _, path in
             let r = try Harness.gattlab(["timeline", "--format", "json", path], timeout: 120)
             var problems: [String] = []
             if r.status != 0 || r.signalled { problems.append("exit \(r.status): \(r.stderr)") }

@@ -3,7 +3,7 @@ import XCTest
 
 /// Issue 2, "It must show" 1: for every real capture, the (frame, ATT opcode) sequence of
 /// `gattlab decode --format json` equals tshark's, and where tshark marks an ATT PDU malformed,
-/// GATTLab does too.
+/// GATTLab does too; each ATT PDU's `relativeTime` is tshark's `frame.time_relative` (to the µs).
 final class WiresharkConformanceTests: XCTestCase {
     struct PDU: Hashable, CustomStringConvertible {
         var frame: Int
@@ -21,17 +21,31 @@ final class WiresharkConformanceTests: XCTestCase {
         var pdus: [PDU] = []
         var malformed: Set<PDU> = []
         var valueMalformed: Set<PDU> = []
+        /// frame.time_relative of frames with ATT, in microseconds.
+        var relative: [Int: Int64] = [:]
+    }
+
+    /// "-0.000300000" or "12.345678901" as microseconds (truncated, as GATTLab keeps time).
+    static func micros(_ text: Substring) -> Int64? {
+        let negative = text.hasPrefix("-")
+        let parts = text.drop { $0 == "-" }.split(separator: ".", omittingEmptySubsequences: false)
+        guard let whole = Int64(parts.first ?? ""), parts.count <= 2 else { return nil }
+        let fraction = parts.count == 2 ? String(parts[1].prefix(6)) : ""
+        guard let f = Int64(fraction + String(repeating: "0", count: 6 - fraction.count)) else { return nil }
+        return (negative ? -1 : 1) * (whole * 1_000_000 + f)
     }
 
     static func tsharkView(_ file: String) throws -> TsharkView {
         let r = try Harness.run(Harness.tshark, ["-r", file, "-o", Harness.tsharkUserDLT, "-T", "fields",
-                                                 "-e", "frame.number", "-e", "btatt.opcode", "-e", "_ws.malformed"], timeout: 120)
+                                                 "-e", "frame.number", "-e", "btatt.opcode", "-e", "_ws.malformed",
+                                                 "-e", "frame.time_relative"], timeout: 120)
         XCTAssertEqual(r.status, 0, "tshark failed on \(file): \(r.stderr)")
         var view = TsharkView()
         for line in r.stdout.split(separator: "\n", omittingEmptySubsequences: true) {
             let f = line.split(separator: "\t", omittingEmptySubsequences: false)
             guard f.count >= 2, !f[1].isEmpty, let frame = Int(f[0]) else { continue }
             let malformed = f.count > 2 ? String(f[2]) : ""
+            if f.count > 3 { view.relative[frame] = micros(f[3]) }
             for op in f[1].split(separator: ",") {
                 guard let opcode = Int(op.dropFirst(2), radix: 16) else { continue }
                 let pdu = PDU(frame: frame, opcode: opcode)
@@ -47,12 +61,16 @@ final class WiresharkConformanceTests: XCTestCase {
         return view
     }
 
-    static func gattlabView(_ file: String) throws -> (pdus: [PDU], malformed: Set<PDU>, status: Int32, stderr: String) {
+    static func gattlabView(_ file: String) throws -> (pdus: [PDU], malformed: Set<PDU>, relative: [Int: Int64], status: Int32, stderr: String) {
         let r = try Harness.gattlab(["decode", "--format", "json", "--att-only", file], timeout: 120)
         XCTAssertFalse(r.signalled, "gattlab crashed on \(file)")
         var pdus: [PDU] = []
         var malformed: Set<PDU> = []
+        var relative: [Int: Int64] = [:]
         for o in Harness.jsonLines(r.stdout, type: "att") {
+            if let frame = o["frame"] as? Int, let seconds = o["relativeTime"] as? Double {
+                relative[frame] = Int64((seconds * 1_000_000).rounded())
+            }
             guard let frame = o["frame"] as? Int, let opcode = o["opcode"] as? Int else {
                 XCTFail("ATT line without frame/opcode in \(file): \(o)")
                 continue
@@ -61,7 +79,7 @@ final class WiresharkConformanceTests: XCTestCase {
             pdus.append(pdu)
             if o["malformed"] != nil { malformed.insert(pdu) }
         }
-        return (pdus, malformed, r.status, r.stderr)
+        return (pdus, malformed, relative, r.status, r.stderr)
     }
 
     func testEveryRealCaptureMatchesTshark() throws {
@@ -74,7 +92,7 @@ final class WiresharkConformanceTests: XCTestCase {
             var pdus = 0
         }
         let total = Total()
-        let agreed = EveryRealCapture.check(files) { name, path in
+        let agreed = try EveryRealCapture.check(files) { name, path in
             let t = try Self.tsharkView(path)
             let g = try Self.gattlabView(path)
             var problems: [String] = []
@@ -83,6 +101,14 @@ final class WiresharkConformanceTests: XCTestCase {
                 let onlyT = Set(t.pdus).subtracting(g.pdus).sorted { $0.frame < $1.frame }.prefix(10)
                 let onlyG = Set(g.pdus).subtracting(t.pdus).sorted { $0.frame < $1.frame }.prefix(10)
                 problems.append("opcodes differ (tshark \(t.pdus.count), gattlab \(g.pdus.count)); only tshark: \(Array(onlyT)), only gattlab: \(Array(onlyG))")
+            }
+            let timesDiffer = g.relative.filter { frame, ours in
+                guard let theirs = t.relative[frame] else { return true }
+                return abs(theirs - ours) > 1
+            }.keys.sorted()
+            if !timesDiffer.isEmpty {
+                let shown = timesDiffer.prefix(5).map { "frame \($0): gattlab \(g.relative[$0]!) µs, tshark \(t.relative[$0].map(String.init) ?? "none")" }
+                problems.append("relativeTime differs from frame.time_relative on \(timesDiffer.count) frames: \(shown)")
             }
             let gMalformed = g.malformed.subtracting(t.valueMalformed)
             if t.malformed != gMalformed {
