@@ -1,6 +1,9 @@
 # GATTLab: two commands on a fresh Debian machine with Swift:
 #   make demo   installs what is missing, builds, and decodes the bundled capture
-#   make test   the same set-up, then every test (tshark conformance included)
+#   make test   the same set-up, then every test (tshark conformance included); a clone without
+#               ../shared skips the real-capture tests and says so in its last line
+# make install [PREFIX=/usr/local]   release binary, man pages, bash/zsh/fish completions
+# make uninstall [PREFIX=/usr/local] removes exactly what install wrote
 # Other targets: make build, make bench (release build, GATTLab vs tshark), make clean,
 #   make vm-test (a real kernel BlueZ link in a qemu VM: emulate --hci, Captures/ sessions replayed over bluez:,
 #     black-box fuzzing through the kernel, live captures checked against btmon and tshark; Scripts/vm/).
@@ -12,11 +15,13 @@ APT_PACKAGES := libpcap-dev libbluetooth-dev tshark python3 python3-jsonschema c
 DEMO := Captures/speaker-ota-demo.btsnoop
 GATTLAB := .build/debug/gattlab
 
+PREFIX ?= /usr/local
+
 TARGET ?= status
 TIME ?= 60
 QUIRKS ?=
 
-.PHONY: all setup build demo test bench clean fuzz fuzz-smoke vm-test
+.PHONY: all setup revision build demo test install uninstall bench clean fuzz fuzz-smoke vm-test
 
 all: build
 
@@ -34,7 +39,11 @@ setup:
 	  fi; \
 	fi
 
-build: setup
+# The git revision for gattlab --version (Sources/CBuildInfo/revision.h, rewritten only when it changes).
+revision:
+	@Scripts/revision.sh
+
+build: setup revision
 	$(SWIFT) build --product gattlab
 
 demo: build
@@ -55,9 +64,15 @@ demo: build
 	@echo "== gattlab replay run $(DEMO) --target emu:speaker   (the field session against a healthy emulated speaker)"
 	@$(GATTLAB) replay run $(DEMO) --target emu:speaker; test $$? -le 1
 
-test: setup
-	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build
+test: setup revision
+	SWIFT=$(SWIFT) Scripts/test.sh
+
+install: setup revision
+	$(SWIFT) build -c release --product gattlab
+	SWIFT=$(SWIFT) Scripts/install.sh "$(DESTDIR)$(PREFIX)"
+
+uninstall:
+	Scripts/install.sh --uninstall "$(DESTDIR)$(PREFIX)"
 
 # libFuzzer and ASan come with the Swift toolchain (clang's runtime in /opt/swift): no package needed.
 fuzz: build
@@ -66,7 +81,7 @@ fuzz: build
 fuzz-smoke: build
 	Scripts/fuzz-smoke.sh
 
-bench: setup
+bench: setup revision
 	$(SWIFT) build -c release --product gattlab
 	python3 Benchmarks/bench.py --gattlab .build/release/gattlab
 

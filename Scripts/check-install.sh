@@ -16,9 +16,12 @@ check() {  # name, command...
   fi
 }
 
-# man renders the pages; as root, install man-db if it is missing (a user's machine has it).
-if ! command -v man >/dev/null && [ "$(id -u)" = 0 ]; then
-  apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq man-db >/dev/null
+# man renders the pages and the shells load their completions; as root, install what is
+# missing (a user's machine has man; zsh and fish are what their users have).
+missing=""
+for tool in man:man-db zsh:zsh fish:fish; do command -v "${tool%%:*}" >/dev/null || missing="$missing ${tool#*:}"; done
+if [ -n "$missing" ] && [ "$(id -u)" = 0 ]; then
+  apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
 fi
 
 bin=$prefix/bin/gattlab
@@ -27,15 +30,17 @@ check "bin/gattlab runs and names its git revision" \
 check "the installed binary decodes the demo capture" "$bin" info Captures/speaker-ota-demo.btsnoop
 check "man -l renders gattlab.1 with its exit codes" \
   bash -c "MANWIDTH=100 man -l '$prefix/share/man/man1/gattlab.1' 2>/dev/null | grep -q 'interrupted by SIGINT'"
-check "one man page per subcommand (gattlab-timeline.1 shows --fail-on)" \
-  bash -c "MANWIDTH=100 man -l '$prefix/share/man/man1/gattlab-timeline.1' 2>/dev/null | grep -q -- '--fail-on'"
+check "one man page per subcommand (gattlab.timeline.1 shows --fail-on)" \
+  bash -c "MANWIDTH=100 man -l '$prefix/share/man/man1/gattlab.timeline.1' 2>/dev/null | grep -q -- '--fail-on'"
 check "bash completes 'gattlab ti<TAB>' to timeline" bash -c "
   source '$prefix/share/bash-completion/completions/gattlab'
   COMP_WORDS=(gattlab ti); COMP_CWORD=1; COMP_LINE='gattlab ti'; COMP_POINT=\${#COMP_LINE}
   _gattlab gattlab ti gattlab
   printf '%s\n' \"\${COMPREPLY[@]}\" | grep -qx timeline"
-check "zsh completion defines _gattlab" grep -q '_gattlab' "$prefix/share/zsh/site-functions/_gattlab"
-check "fish completion completes gattlab" grep -q 'complete -c gattlab' "$prefix/share/fish/vendor_completions.d/gattlab.fish"
+check "zsh reads the completion (#compdef gattlab, no syntax error)" bash -c "
+  head -n 1 '$prefix/share/zsh/site-functions/_gattlab' | grep -q '^#compdef gattlab' && zsh -n '$prefix/share/zsh/site-functions/_gattlab'"
+check "fish completes 'gattlab ti<TAB>' to timeline" bash -c "
+  fish --no-config -c \"source '$prefix/share/fish/vendor_completions.d/gattlab.fish'; complete -C 'gattlab ti'\" | grep -q '^timeline'"
 
 listed=$(wc -l <"$prefix/share/gattlab/installed-files")
 make -s uninstall PREFIX="$prefix" >/dev/null

@@ -3,7 +3,8 @@
 #   Scripts/test.sh [swift test arguments...]     (e.g. --filter CaptureTests)
 # A clone without the real captures (../shared/captures/real, or GATTLAB_REAL_CAPTURES) skips the
 # tests that need them; under CI=true those tests fail instead (TestSupport's RealCaptures).
-# Under CI=true a compiler warning in the build fails the run too: the build is kept warning-free.
+# Under CI=true (or GATTLAB_WARNINGS=error) a compiler warning fails the run: the build is kept
+# free of warnings. An incremental build prints only what it recompiles: CI builds from scratch.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 SWIFT=${SWIFT:-swift}
@@ -12,6 +13,8 @@ mkdir -p "$logs"
 
 ci=false
 case "${CI:-}" in true|1|yes|TRUE|True) ci=true ;; esac
+fatal_warnings=$ci
+[ "${GATTLAB_WARNINGS:-}" = error ] && fatal_warnings=true
 
 "$SWIFT" build --build-tests 2>&1 | tee "$logs/build.log"
 rc=${PIPESTATUS[0]}
@@ -19,7 +22,7 @@ rc=${PIPESTATUS[0]}
 warnings=$(grep -c 'warning:' "$logs/build.log")
 if [ "$warnings" != 0 ]; then
   grep 'warning:' "$logs/build.log" | sort -u >&2
-  if $ci; then
+  if $fatal_warnings; then
     echo "gattlab: error: the build printed $warnings warning line(s); the build is kept free of warnings" >&2
     exit 1
   fi
