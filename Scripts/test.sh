@@ -32,10 +32,10 @@ fi
 "$SWIFT" test --skip-build "$@" 2>&1 | tee "$logs/test.log"
 rc=${PIPESTATUS[0]}
 
-# XCTest prints a skipped test's reason as "... : Test skipped - REASON"; the real-capture ones
-# all carry RealCaptures.skipMessage.
-skipped=$(grep -c 'Test skipped - needs real captures' "$logs/test.log")
-other=$(grep 'Test skipped - ' "$logs/test.log" | grep -vc 'needs real captures')
+# XCTest prints a skipped test's reason as "FILE:LINE: Class.test : Test skipped - REASON" (or
+# "Test skipped: REASON" from XCTSkipIf/Unless); the real-capture ones carry RealCaptures.skipMessage.
+skipped=$(grep -c ' : Test skipped - needs real captures' "$logs/test.log")
+other=$(grep ' : Test skipped' "$logs/test.log" | grep -vc 'needs real captures')
 if [ "$skipped" != 0 ]; then
   echo "skipped $skipped tests that need real captures: set GATTLAB_REAL_CAPTURES=DIR or clone with ../shared beside it"
 fi

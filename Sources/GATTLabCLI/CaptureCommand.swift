@@ -202,7 +202,8 @@ struct CaptureCommand: ParsableCommand {
             return failure.status
         }
         // The source's message says what to try after "; ": that is the hint line.
-        var what = e.message, hint: String?
+        var what = e.message
+        var hint = e.kind == .failed ? "what was captured before the failure is kept; `gattlab capture --help` lists the other sources" : nil
         if let split = what.range(of: "; ") {
             hint = String(what[split.upperBound...])
             what = String(what[..<split.lowerBound])

@@ -57,6 +57,7 @@ struct DecodeCommand: ParsableCommand {
         let out = OutputStream()
         var status = ExitStatus.success
         var written = 0
+        let files = try CaptureFiles.expand(self.files)
         for file in files {
             let renderer = EventRenderer(out: out, json: format == .json, style: style,
                                          reveal: options.revealSecrets, absoluteTime: absoluteTime,

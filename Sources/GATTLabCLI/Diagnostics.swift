@@ -102,7 +102,7 @@ enum Diagnostics {
     }
 
     /// Colour on stderr only on a terminal and without NO_COLOR.
-    nonisolated(unsafe) static var colour: Bool = {
+    static let colour: Bool = {
         let noColor = getenv("NO_COLOR").map { $0.pointee != 0 } ?? false
         return !noColor && isatty(2) == 1
     }()

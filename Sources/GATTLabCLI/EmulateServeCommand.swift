@@ -170,7 +170,8 @@ extension EmulateCommand {
             }
             done.wait()
             if let crash = outcome.crash {
-                throw Failure(.software, "the emulated firmware crashed: \(crash); exiting (--exit-on-crash)")
+                throw Failure(.software, "the emulated firmware crashed: \(crash); exiting (--exit-on-crash)",
+                              hint: "without --exit-on-crash the device resets and goes on serving, as firmware with a watchdog does")
             }
         }
     }

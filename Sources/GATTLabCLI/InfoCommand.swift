@@ -36,7 +36,7 @@ struct InfoCommand: ParsableCommand {
         let style = Style.forStdout(disabled: options.noColor)
         let out = OutputStream()
         var status = ExitStatus.success
-        for (index, file) in files.enumerated() {
+        for (index, file) in try CaptureFiles.expand(files).enumerated() {
             let summary = CaptureSummary(file: file)
             let decoder = try options.makeDecoder()
             var progress = Progress(path: file)

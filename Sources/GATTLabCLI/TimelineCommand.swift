@@ -183,7 +183,7 @@ struct DeviceFilter: CustomStringConvertible {
     func matches(_ d: TimelineDevice) -> Bool {
         let byDevice = devices.isEmpty || devices.contains { wanted in
             let w = wanted.lowercased()
-            return d.address?.lowercased() == w || d.name?.lowercased() == w || "d\(d.id)" == w
+            return d.address?.lowercased() == w || d.name?.lowercased() == w || "d\(d.id)" == w || "\(d.id)" == w
         }
         let byProtocol = protocols.isEmpty || protocols.contains { p in d.protocols.contains { $0.lowercased() == p.lowercased() } }
         return byDevice && byProtocol
@@ -323,18 +323,18 @@ enum SummaryTable {
 }
 
 /// Which files a list of paths and folders names. Files named on the command line are taken as
-/// they are (a damaged one gets its error); in folders, files are picked by their first bytes,
+/// they are (a damaged or missing one gets its error from the reader); in folders, files are picked by their first bytes,
 /// never by name, so rotated logs (`btsnoop_hci.log.last`, `.cfa`, `.log.1`) are found and notes
 /// beside them are listed as skipped.
 enum CaptureFiles {
     static func expand(_ arguments: [String]) throws -> [String] {
         var out: [String] = []
         for a in arguments {
+            if a == "-" { out.append(a); continue }  // standard input, where a command reads it
+            // A file, or a path that is not there: the reader opens it and says what is wrong,
+            // and the other inputs are still read.
             var isDir: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: a, isDirectory: &isDir) else {
-                throw Failure(.noInput, "no such file or folder", file: a, hint: "check the path; a folder is searched for captures")
-            }
-            guard isDir.boolValue else { out.append(a); continue }
+            guard FileManager.default.fileExists(atPath: a, isDirectory: &isDir), isDir.boolValue else { out.append(a); continue }
             var skipped: [String] = []
             let found = (FileManager.default.enumerator(atPath: a)?.compactMap { $0 as? String } ?? []).sorted()
             for relative in found where !relative.split(separator: "/").contains(where: { $0.hasPrefix(".") }) {

@@ -39,6 +39,19 @@ final class FirstHourTests: XCTestCase {
         let doc = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(audit.stdout.utf8)) as? [String: Any])
         XCTAssertEqual((doc["captures"] as? [[String: Any]])?.count, 4, "four captures audited")
 
+        let info = try Harness.gattlab(["info", "--format", "json", logs.path])
+        XCTAssertEqual(info.status, 0, info.stderr)
+        XCTAssertEqual(info.stdout.split(separator: "\n").count, 4, "one JSON document per capture in the folder:\n\(info.stdout)")
+        let decode = try Harness.gattlab(["decode", "--att-only", logs.path])
+        XCTAssertEqual(decode.status, 0, decode.stderr)
+        XCTAssertTrue(decode.stdout.contains("capture.cfa: ") && decode.stdout.contains("no-extension: "), "each line names its file")
+
+        // A missing file beside good ones: its error, the others still read, exit 66.
+        let mixed = try Harness.gattlab(["timeline", dir.appendingPathComponent("gone.btsnoop").path, demo.path])
+        XCTAssertEqual(mixed.status, 66, mixed.stderr)
+        XCTAssertTrue(Harness.oneError(mixed.stderr), mixed.stderr)
+        XCTAssertTrue(mixed.stdout.contains("C0:FF:EE:12:34:56"), "the good capture is still told")
+
         let empty = dir.appendingPathComponent("empty")
         try FileManager.default.createDirectory(at: empty, withIntermediateDirectories: true)
         let none = try Harness.gattlab(["timeline", empty.path])
