@@ -345,7 +345,8 @@ enum CaptureFiles {
             }
             if !skipped.isEmpty {
                 let shown = skipped.prefix(5).joined(separator: ", ") + (skipped.count > 5 ? " and \(skipped.count - 5) more" : "")
-                Diagnostics.note("skipped \(skipped.count) file\(skipped.count == 1 ? "" : "s") that \(skipped.count == 1 ? "is" : "are") not captures: \(shown)", file: a)
+                let what = skipped.count == 1 ? "1 file that is not a capture" : "\(skipped.count) files that are not captures"
+                Diagnostics.note("skipped \(what): \(shown)", file: a)
             }
         }
         return out
