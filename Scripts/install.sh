@@ -36,6 +36,8 @@ binary=.build/release/gattlab
 # Man pages: the plugin builds the package in release and runs generate-manual on gattlab.
 manuals=.build/install-man
 rm -rf "$manuals"
+# generate-manual adds pages beside old ones: start from none, so a removed subcommand's page goes.
+find .build/plugins -type d -path '*GenerateManual*' -name gattlab -prune -exec rm -rf {} + 2>/dev/null || true
 "$SWIFT" package plugin generate-manual --multi-page --section 1 \
   --authors "the GATTLab developers" >"$manuals.log" 2>&1 \
   || { cat "$manuals.log" >&2; echo "gattlab: error: generating the man pages failed" >&2; exit 70; }

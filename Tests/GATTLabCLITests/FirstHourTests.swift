@@ -82,10 +82,27 @@ final class FirstHourTests: XCTestCase {
     }
 
     /// The same record has the same relative time in decode (text and JSON) and timeline.
+    /// The demo capture with a record first that decode prints nothing for (an HCI Read Local
+    /// Version command, 2 s before the rest), as phones' logs begin: times must count from it.
+    func captureWithAQuietFirstRecord() throws -> String {
+        let bytes = [UInt8](try Data(contentsOf: demo))
+        let firstTime = bytes[32..<40].reduce(Int64(0)) { $0 << 8 | Int64($1) }
+        func be32(_ v: UInt32) -> [UInt8] { (0..<4).map { UInt8(truncatingIfNeeded: v >> (24 - 8 * $0)) } }
+        let command: [UInt8] = [0x01, 0x01, 0x10, 0x00]
+        let stamp = (0..<8).map { UInt8(truncatingIfNeeded: (firstTime - 2_000_000) >> (56 - 8 * Int64($0))) }
+        let record = be32(4) + be32(4) + be32(2) + be32(0) + stamp + command
+        let path = dir.appendingPathComponent("quiet-start.btsnoop").path
+        XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: Data(bytes[0..<16] + record + bytes[16...])))
+        return path
+    }
+
     func testDecodeAndTimelineShowTheSameRelativeTime() throws {
-        var captures = [demo.path, sensor.path]
-        if RealCaptures.isPresent { captures.append(try RealCaptures.path("DSD6__btsnoop_hci.log")) }
-        for capture in captures {
+        let quiet = try captureWithAQuietFirstRecord()
+        let quietJSON = try Harness.gattlab(["decode", "--format", "json", quiet])
+        let firstLine = Harness.jsonLines(quietJSON.stdout).first
+        XCTAssertEqual(firstLine?["frame"] as? Int, 2, "the command record prints nothing")
+        XCTAssertEqual(firstLine?["relativeTime"] as? Double, 2.0, "times count from the file's first record")
+        for capture in [demo.path, sensor.path, quiet] {
             let decoded = try Harness.gattlab(["decode", "--format", "json", capture])
             XCTAssertEqual(decoded.status, 0, decoded.stderr)
             var byFrame: [Int: Int64] = [:]
