@@ -77,6 +77,24 @@ public struct ATTErrorCode: RawRepresentable, Hashable, Sendable, CustomStringCo
             || self == .insufficientEncryptionKeySize || self == .insufficientAuthorization
     }
 
+    /// What a security refusal asks for. The four are different stories: authentication, encryption
+    /// and key size are the link's (pair, encrypt, or pair with more protection), authorization is
+    /// the device's own decision that pairing alone does not change.
+    public enum SecurityRequirement: String, Sendable {
+        case authentication, encryption, encryptionKeySize = "key-size", authorization
+    }
+
+    /// The security a refusal asks for, if it is one of the four security errors.
+    public var securityRequirement: SecurityRequirement? {
+        switch self {
+        case .insufficientAuthentication: .authentication
+        case .insufficientEncryption: .encryption
+        case .insufficientEncryptionKeySize: .encryptionKeySize
+        case .insufficientAuthorization: .authorization
+        default: nil
+        }
+    }
+
     /// 0x80-0x9F: defined by the application (the device's own protocol), not by Bluetooth.
     public var isApplicationError: Bool { (0x80...0x9F).contains(rawValue) }
 

@@ -108,9 +108,18 @@ public enum Diagnoses {
         Rule(id: "att.write-truncated", severity: .error, title: "A value longer than MTU-3 was sent as a plain write",
              advice: "A Write Request carries at most MTU-3 bytes: the rest was cut. Use a long write (Prepare/Execute Write), or exchange a larger MTU first.",
              find: truncatedWrites),
-        Rule(id: "att.pair-first", severity: .info, title: "The device asked the phone to pair first",
-             advice: "An ATT error said the link must be encrypted; the phone should pair (or use its bond) and repeat the request.",
-             find: pairFirst),
+        Rule(id: "att.needs-encryption", severity: .info, title: "The device needs an encrypted link",
+             advice: "Insufficient Encryption: the phone should encrypt the link with its bond (or pair if it has none) and repeat the request. If it happens on every connection, one side lost the bond: remove it on the phone and pair again.",
+             find: { c in securityRefusals(c, .encryption) }),
+        Rule(id: "att.needs-authentication", severity: .info, title: "The device needs an authenticated link",
+             advice: "Insufficient Authentication: on a link that is not encrypted the phone must pair; on one already encrypted the device wants a key made with MITM protection (passkey or numeric comparison), not Just Works.",
+             find: { c in securityRefusals(c, .authentication) }),
+        Rule(id: "att.key-too-short", severity: .warning, title: "The encryption key is shorter than the device requires",
+             advice: "Insufficient Encryption Key Size: the link was encrypted with a key shorter than the device accepts. Pair again with a 16-byte key; a controller that negotiates 7-byte keys is what the KNOB attack looks like.",
+             find: { c in securityRefusals(c, .encryptionKeySize) }),
+        Rule(id: "att.not-authorized", severity: .warning, title: "The device refused the request: not authorized",
+             advice: "Insufficient Authorization is the device application's own refusal (a login, a button press, a session or an allow-list it keeps), not a pairing problem: pairing again will not help. Do first what the device's protocol asks.",
+             find: { c in securityRefusals(c, .authorization) }),
         Rule(id: "gatt.not-subscribed", severity: .warning, title: "Answers expected on a characteristic the phone never subscribed to",
              advice: "Write the characteristic's CCCD (enable notifications or indications) before sending the request: the device sends its answers only to subscribers.",
              find: notSubscribed),
@@ -328,24 +337,44 @@ public enum Diagnoses {
         }
     }
 
-    static func pairFirst(_ c: Context) -> [Hit] {
+    /// One finding per connection and kind of security refusal, with what the link's encryption
+    /// actually was: "never paired" is said only of a link that was never encrypted.
+    static func securityRefusals(_ c: Context, _ requirement: ATTErrorCode.SecurityRequirement) -> [Hit] {
         var hits: [Hit] = []
         var seen = Set<Int>()
         for e in c.events where e.kind == "att.error" {
-            guard case .bool(true)? = e.fields.first(where: { $0.name == "pairFirst" })?.value, let conn = e.connection,
+            guard case .string(requirement.rawValue)? = e.fields.first(where: { $0.name == "security" })?.value, let conn = e.connection,
                   seen.insert(conn).inserted else { continue }
             let connection = c.timeline.connections[conn]
-            let error = e.fields.first { $0.name == "error" }.map { if case .string(let s) = $0.value { s } else { "" } } ?? ""
-            let characteristic = e.fields.first { $0.name == "characteristic" }.map { if case .string(let s) = $0.value { s } else { "" } } ?? ""
+            let error = e.string("error") ?? ""
+            let characteristic = e.string("characteristic") ?? ""
+            let encryptedThen = { if case .bool(true)? = e.fields.first(where: { $0.name == "encrypted" })?.value { true } else { false } }()
+            let key = connection.keySize.map { " (\($0)-byte key)" } ?? ""
             var evidence = "\(error) on \(characteristic) at \(c.seconds(e.time))"
             var title: String?
-            if let at = connection.encryptedAt, at >= e.time {
-                evidence += "; the link was encrypted \(TimelineBuilder.seconds(at - e.time)) later"
+            var advice: String?
+            if encryptedThen {
+                evidence += "; the link was encrypted at the time\(key)"
+                switch requirement {
+                case .authentication:
+                    title = "The device needs a stronger pairing than the link has"
+                    advice = "The link was already encrypted, so the device wants a key made with MITM protection: pair with passkey entry or numeric comparison (LE Secure Connections) instead of Just Works."
+                case .encryption:
+                    title = "The device refused on a link the capture shows encrypted"
+                    advice = "Insufficient Encryption on an encrypted link: the device and phone disagree about the link's state (a race right after encryption started, or a firmware bug); repeat the request once the encryption change is complete."
+                default: break
+                }
+            } else if let at = connection.encryptedAt, at >= e.time {
+                evidence += "; the link was encrypted \(TimelineBuilder.seconds(at - e.time)) later\(key)"
             } else {
-                evidence += "; the link was never encrypted afterwards"
-                title = "The device needs pairing and the phone never paired"
+                let pairingFailed = c.events(of: connection.device).contains { $0.connection == conn && $0.kind == "link.pairing-failed" }
+                evidence += pairingFailed ? "; pairing was attempted and failed, and the link was never encrypted"
+                                          : "; the link was never encrypted afterwards"
+                if requirement == .authentication || requirement == .encryption {
+                    title = pairingFailed ? "The device needs pairing and pairing failed" : "The device needs pairing and the phone never paired"
+                }
             }
-            hits.append(Hit(device: connection.device, time: e.time, frames: e.frames, evidence: evidence, title: title))
+            hits.append(Hit(device: connection.device, time: e.time, frames: e.frames, evidence: evidence, advice: advice, title: title))
         }
         return hits
     }

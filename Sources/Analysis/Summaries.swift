@@ -6,16 +6,44 @@ enum Summaries {
         let byDevice = Dictionary(grouping: t.events.filter { $0.device != nil }) { $0.device ?? -1 }
         for d in t.devices.indices {
             let events = byDevice[d] ?? []
+            t.devices[d].linkCounts = counts(events, timeline: t, device: d)
             let (outcome, line) = story(events, timeline: t, device: d)
             t.devices[d].outcome = outcome
             t.devices[d].summary = line
         }
     }
 
+    static func counts(_ events: [TimelineEvent], timeline t: Timeline, device d: Int) -> LinkCounts {
+        var n = LinkCounts()
+        for c in t.devices[d].connections {
+            let connection = t.connections[c]
+            if connection.disconnectReason?.rawValue == 0x3E { n.neverEstablished += 1 } else { n.established += 1 }
+            if connection.encryptedAt != nil { n.encrypted += 1 }
+        }
+        for e in events where e.kind == "link.connect-failed" || e.kind == "link.connect-cancelled" {
+            if e.kind == "link.connect-failed" { n.failedAttempts += 1 }
+            n.attempted += 1
+        }
+        n.attempted += t.devices[d].connections.count
+        return n
+    }
+
+    /// "3 connections (1 never established, 2 attempts failed), 1 encrypted, 35.7 s": the
+    /// numbers that matter, the rest left out.
+    static func links(_ n: LinkCounts, connections: Int, span: String) -> String {
+        var line = "\(connections) connection\(connections == 1 ? "" : "s")"
+        var trouble: [String] = []
+        if n.neverEstablished > 0 { trouble.append("\(n.neverEstablished) never established") }
+        if n.failedAttempts > 0 { trouble.append("\(n.failedAttempts) attempt\(n.failedAttempts == 1 ? "" : "s") failed") }
+        if !trouble.isEmpty { line += " (\(trouble.joined(separator: ", ")))" }
+        if n.encrypted > 0 { line += ", \(n.encrypted) encrypted" }
+        return line + ", \(span)"
+    }
+
     static func story(_ events: [TimelineEvent], timeline t: Timeline, device d: Int) -> (TimelineDevice.Outcome, String) {
         let span = TimelineBuilder.seconds(t.devices[d].end - t.devices[d].start)
-        let connections = t.devices[d].connections.count
-        let links = "\(connections) connection\(connections == 1 ? "" : "s"), \(span)"
+        let n = t.devices[d].linkCounts
+        let links = links(n, connections: t.devices[d].connections.count, span: span)
         let statuses = events.compactMap { e -> (SpeakerOTA.Status, TimelineEvent)? in
             if case .otaStatus(let s)? = e.message { return (s, e) }
             return nil
@@ -88,7 +116,8 @@ enum Summaries {
             return (.unknown, encrypted ? "ESP provisioning, encrypted (give --esp-pop and --esp-client-key to read it); \(links)"
                                         : "ESP provisioning without a station status; \(links)")
         }
-        if let d = lastDisconnect, case .int(let code)? = d.fields.first(where: { $0.name == "code" })?.value, code == 0x3E {
+        // Failed only if no attempt ever got through: one bad attempt among good ones is a finding.
+        if n.established == 0, n.neverEstablished + n.failedAttempts > 0 {
             return (.failed, "connection never established; \(links)")
         }
         return (.unknown, "no device protocol recognised; \(links)")

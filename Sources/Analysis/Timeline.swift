@@ -44,8 +44,23 @@ public struct TimelineDevice: Sendable {
     public var outcome: Outcome = .unknown
     /// One line: what happened, for the summary.
     public var summary = ""
+    /// The links, counted: attempts (connections plus attempts that failed or were cancelled),
+    /// connections established, and how many of those were encrypted.
+    public var linkCounts = LinkCounts()
     public var start: Int64
     public var end: Int64
+}
+
+/// A device's links in numbers, for its headline and the JSON.
+public struct LinkCounts: Sendable, Equatable {
+    public var attempted = 0
+    public var established = 0
+    /// Connection Complete came, but the link failed to be established (0x3E).
+    public var neverEstablished = 0
+    /// Attempts that failed (not cancelled by the host) before any connection.
+    public var failedAttempts = 0
+    public var encrypted = 0
+    public init() {}
 }
 
 /// One link to a device.
@@ -59,11 +74,18 @@ public struct TimelineConnection: Sendable {
     public var mtu = 23
     public var encrypted = false
     public var encryptedAt: Int64?
+    /// The encryption key's size in bytes, when the capture tells it (Encryption Change v2, Read
+    /// Encryption Key Size).
+    public var keySize: Int?
     /// SMP pairing seen on this link.
     public var paired = false
     public var disconnectReason: HCIStatus?
     /// The capture started after the connection was made.
     public var implicit = false
+    /// A BR/EDR (classic) link.
+    public var classic = false
+    /// ATT was seen on this link (so its MTU means something).
+    public var carriedATT = false
     public var firstFrame: Int
     public var lastFrame: Int
 }
@@ -133,6 +155,14 @@ public struct TimelineEvent: Sendable {
     /// The decoded protocol message, for the rules.
     public var message: ProfileMessage?
     public var problems: [ProtocolProblem] = []
+}
+
+extension TimelineEvent {
+    /// A text field's value, if the event has it.
+    public func string(_ name: String) -> String? {
+        if case .string(let s)? = fields.first(where: { $0.name == name })?.value { return s }
+        return nil
+    }
 }
 
 /// A diagnosis: a rule that fired, with its evidence.

@@ -28,6 +28,12 @@ public final class TimelineBuilder {
     var subscribed: [Int: Set<BluetoothUUID>] = [:]
     /// Writes of a value longer than MTU-3 done as a plain Write Request or Command.
     var truncatedWrites: [(connection: Int, frame: Int, time: Int64, characteristic: String, length: Int, mtu: Int)] = []
+    /// The peer of the last LE Create Connection, unless it went through the accept list.
+    private var connectTarget: BDAddr?
+    /// Failed or cancelled accept-list attempts, held until a device connects (they were for it);
+    /// those left at the end belong to no device.
+    private var unattributedAttempts: [TimelineEvent] = []
+    static let maxUnattributedAttempts = 1000
 
     /// The OTA state of one device as the status notifications tell it.
     struct OTATrack {
@@ -96,6 +102,7 @@ public final class TimelineBuilder {
         let id = timeline.connections.count
         var c = TimelineConnection(id: id, device: d, key: info.key, start: time, firstFrame: frame, lastFrame: frame)
         c.implicit = implicit
+        c.classic = info.classic
         timeline.connections.append(c)
         timeline.devices[d].connections.append(id)
         liveConnection[info.key] = id
@@ -146,6 +153,7 @@ public final class TimelineBuilder {
         case .att(let a):
             let c = connection(a.connection, time: t, frame: f)
             touch(c, time: t, frame: f)
+            timeline.connections[c].carriedATT = true
             consumeATT(a, connection: c, time: t, frame: f)
         case .operation(let op):
             switch op {
@@ -176,6 +184,12 @@ public final class TimelineBuilder {
         case .connectionComplete(let info):
             if let old = liveConnection[info.key] { liveConnection[info.key] = nil; timeline.connections[old].end = t }
             let c = open(info, time: t, frame: f, implicit: false)
+            connectTarget = nil
+            for var attempt in unattributedAttempts {
+                attempt.device = timeline.connections[c].device
+                add(attempt)
+            }
+            unattributedAttempts.removeAll()
             let addr = (info.peerAddress ?? info.peripheralAddress)?.description ?? "unknown address"
             var fields = [Field("handle", .string(info.key.description)), Field("address", .string(addr))]
             var summary = "connected to \(addr)"
@@ -185,15 +199,29 @@ public final class TimelineBuilder {
             }
             add(TimelineEvent(time: t, device: timeline.connections[c].device, connection: c, lane: .link, kind: "link.connected",
                               summary: summary, fields: fields, frames: [f]))
-        case .connectionFailed(let status, let peer):
-            let key = peer?.description ?? "unknown peer"
-            let d = device(for: key, address: peer?.description, time: t)
+        case .connectionFailed(let status, let reported):
+            // A failed or cancelled attempt reports the peer it was made for, or all zeros when
+            // it went through the accept list (or the controller does not say): then the device
+            // is the one the host asked for, or the one that connects next.
+            let peer = reported.flatMap { $0.isZero ? nil : $0 } ?? connectTarget
             // 0x02 is what a cancelled LE Create Connection reports: the host gave up, nothing failed.
             let cancelled = status.rawValue == 0x02
-            add(TimelineEvent(time: t, device: d, connection: nil, lane: .link, kind: cancelled ? "link.connect-cancelled" : "link.connect-failed",
-                              summary: cancelled ? "connection attempt cancelled by the host"
-                                                 : "connection failed: \(status.name) (0x\(Hex.string([status.rawValue]))): \(Meanings.disconnect(status))",
-                              fields: [Field("code", .int(Int(status.rawValue))), Field("reason", .string(status.name))], frames: [f]))
+            var fields = [Field("code", .int(Int(status.rawValue))), Field("reason", .string(status.name))]
+            if peer == nil { fields.append(Field("acceptList", .bool(true))) }
+            let what = peer == nil ? "connection attempt through the accept list" : "connection attempt"
+            let event = TimelineEvent(time: t, device: nil, connection: nil, lane: .link, kind: cancelled ? "link.connect-cancelled" : "link.connect-failed",
+                                      summary: cancelled ? "\(what) cancelled by the host"
+                                                         : "\(what) failed: \(status.name) (0x\(Hex.string([status.rawValue]))): \(Meanings.disconnect(status))",
+                                      fields: fields, frames: [f])
+            if let peer {
+                var e = event
+                e.device = device(for: peer.description, address: peer.description, time: t)
+                add(e)
+            } else if unattributedAttempts.count < Self.maxUnattributedAttempts {
+                unattributedAttempts.append(event)
+            } else {
+                add(event)
+            }
         case .disconnection(let info, let reason):
             let c = connection(info.key, time: t, frame: f)
             touch(c, time: t, frame: f)
@@ -210,6 +238,7 @@ public final class TimelineBuilder {
             touch(c, time: t, frame: f)
             if status.rawValue == 0 {
                 timeline.connections[c].encrypted = enabled
+                if let keySize { timeline.connections[c].keySize = Int(keySize) }
                 if enabled, timeline.connections[c].encryptedAt == nil { timeline.connections[c].encryptedAt = t }
             }
             var fields = [Field("enabled", .bool(enabled)), Field("status", .string(status.name))]
@@ -239,6 +268,22 @@ public final class TimelineBuilder {
                               summary: "interval \(Self.decimal(Double(interval) * 1.25, 2)) ms, latency \(latency), timeout \(Int(timeout) * 10) ms",
                               fields: [Field("intervalMs", .double(Double(interval) * 1.25)), Field("latency", .int(Int(latency))),
                                        Field("timeoutMs", .int(Int(timeout) * 10))], frames: [f]))
+        case .l2cap(let key, _, _), .signalling(let key, _, _, _):
+            // Traffic on any channel (RFCOMM, AVDTP, SDP... on classic links) keeps a link alive:
+            // no "no traffic" gap over a busy connection. Qualcomm controllers write their own
+            // diagnostics into Android logs as ACL on handle 0x0EDC: that is not a connection.
+            // Over the air, a data PDU on an access address never seen connecting is as likely
+            // noise as a link: only ATT opens one there.
+            if liveConnection[key] == nil && (key.isLinkLayer || key.id == 0x0EDC) { break }
+            touch(connection(key, time: t, frame: f), time: t, frame: f)
+            let c = connection(key, time: t, frame: f)
+            touch(c, time: t, frame: f)
+        case .encryptionKeySize(let key, let size):
+            if let c = liveConnection[key] { timeline.connections[c].keySize = Int(size) }
+        case .createConnection(let peer, _):
+            // All zeros: the initiator filter policy is the accept list, so the peer is whichever
+            // listed device answers first; the attempt belongs to the device that connects.
+            connectTarget = peer.isZero ? nil : peer
         default:
             break
         }
@@ -258,7 +303,9 @@ public final class TimelineBuilder {
                               summary: "\(ATTOpcode.name(for: request)) on \(name): \(error)",
                               fields: [Field("request", .string(ATTOpcode.name(for: request))), Field("handle", .int(Int(handle))),
                                        Field("characteristic", .string(name)), Field("error", .string("\(error)")),
-                                       Field("pairFirst", .bool(error.meansPairFirst))], frames: [f]))
+                                       Field("pairFirst", .bool(error.meansPairFirst)),
+                                       Field("security", .string(error.securityRequirement?.rawValue ?? "")),
+                                       Field("encrypted", .bool(timeline.connections[c].encrypted))], frames: [f]))
         case .readResponse(let v) where a.info?.uuid.uuid16 == 0x2A00:
             let d = timeline.connections[c].device
             if timeline.devices[d].name == nil { timeline.devices[d].name = ProtocolText.display(v) }
@@ -359,6 +406,8 @@ public final class TimelineBuilder {
     /// Closes open phases, sums up each device and runs the diagnoses.
     public func finish() -> Timeline {
         let end = timeline.lastTime ?? 0
+        for attempt in unattributedAttempts { add(attempt) }
+        unattributedAttempts.removeAll()
         for (d, var track) in ota.sorted(by: { $0.key < $1.key }) where track.state != nil {
             let state = track.state
             if let state, [.idle, .success, .error, .pendingVerify].contains(state) {

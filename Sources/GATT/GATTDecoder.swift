@@ -117,7 +117,7 @@ public final class GATTDecoder {
         var lowerMalformed: String?
         for event in link.events {
             switch event {
-            case .l2cap(let key, let cid, let direction) where cid == 0x0004:
+            case .l2cap(let key, let cid, let direction) where link.carriesATT(key, cid: cid):
                 consumeATT(key, cid: cid, direction: direction, bytes: link.payload, record: record)
                 if let lowerMalformed, case .att(var e)? = events.last, e.malformed == nil {
                     e.malformed = lowerMalformed

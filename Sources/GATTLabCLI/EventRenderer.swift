@@ -287,7 +287,7 @@ final class EventRenderer {
                     [("direction", direction.description), ("code", Int(code)), ("name", LinkEvent.signallingName(code))])
         case .llControl(let key, let direction, let opcode):
             return (key, "link", ("ll-control", LinkEvent.llControlName(opcode), direction.arrow),
-                    [("direction", direction.description), ("opcode", Int(opcode)), ("name", LinkEvent.llControlName(opcode))])
+                    [("direction", direction.description), ("llOpcode", Int(opcode)), ("name", LinkEvent.llControlName(opcode))])
         case .malformed(let key, let layer, let reason):
             return (key, "malformed", ("malformed", "[malformed \(layer.rawValue)] \(reason)", " "), [("layer", layer.rawValue), ("reason", reason)])
         case .text(let t):

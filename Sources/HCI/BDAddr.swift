@@ -34,6 +34,8 @@ public struct BDAddr: Hashable, Sendable, CustomStringConvertible {
     }
 
     public var array: [UInt8] { [bytes.0, bytes.1, bytes.2, bytes.3, bytes.4, bytes.5] }
+    /// 00:00:00:00:00:00: no address (an accept-list connection, a cancelled attempt), never a device.
+    public var isZero: Bool { array.allSatisfy { $0 == 0 } }
     public var description: String { Hex.string(array, separator: ":").uppercased() }
 
     public static func == (a: BDAddr, b: BDAddr) -> Bool { a.array == b.array }

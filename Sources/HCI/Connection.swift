@@ -69,6 +69,8 @@ public struct ConnectionInfo: Sendable, Hashable {
     public var encryptionKeySize: UInt8?
     /// Seen only through data: the capture started after the connection was made.
     public var implicit = false
+    /// A BR/EDR (classic) link: made by Connection Complete, not LE Connection Complete.
+    public var classic = false
     /// Where the connection was first seen (its Connection Complete, or its first packet).
     public var firstFrame: Int
     public var firstTime: Int64

@@ -40,6 +40,11 @@ public final class LinkDecoder {
     }
 
     var pending: [FragmentKey: Pending] = [:]
+    /// BR/EDR channels that carry ATT (opened with PSM 0x001F), per connection: both ends' CIDs.
+    var attChannels: [ConnectionKey: Set<UInt16>] = [:]
+    /// Connection Requests for PSM 0x001F awaiting their Response: (connection, identifier) -> the requester's CID.
+    var attChannelRequests: [ConnectionKey: [UInt8: UInt16]] = [:]
+    static let maxChannelsPerConnection = 64
     private var completed = UnsafeMutableRawPointer.allocate(byteCount: 65_540, alignment: 16)
     /// Link-layer state for sniffer captures (see LinkLayerDecoder.swift).
     var linkLayer = LinkLayerState()
@@ -118,6 +123,8 @@ public final class LinkDecoder {
     func forget(_ key: ConnectionKey) -> ConnectionInfo? {
         lastTouched = nil
         dropPending(controller: key.controller, id: key.id)
+        attChannels[key] = nil
+        attChannelRequests[key] = nil
         if key.isLinkLayer { linkLayer.sequence[key.id] = nil }
         return connections.removeValue(forKey: key)
     }
@@ -240,6 +247,8 @@ public final class LinkDecoder {
             case .failure(let reason):
                 events.append(.malformed(key, .smp, reason: reason.text))
             }
+        case 0x0001:  // BR/EDR signalling: several commands per PDU
+            consumeClassicSignalling(key, direction: direction, body)
         case 0x0005:
             if body.count >= 4 {
                 events.append(.signalling(key, direction, code: body[0], identifier: body[1]))
@@ -250,6 +259,53 @@ public final class LinkDecoder {
             payload = body
             if tracksOrigins { payloadOrigin = bodyOrigin(body) }
             events.append(.l2cap(key, cid: cid, direction: direction))
+        }
+    }
+
+    /// Whether an L2CAP channel carries ATT: the fixed channel 0x0004 (LE, and BR/EDR's fixed ATT
+    /// channel), or a BR/EDR dynamic channel opened for PSM 0x001F.
+    @inline(__always)
+    public func carriesATT(_ key: ConnectionKey, cid: UInt16) -> Bool {
+        cid == 0x0004 || (cid >= 0x0040 && attChannels[key]?.contains(cid) == true)
+    }
+
+    /// BR/EDR signalling (CID 0x0001): one event per command; Connection Request and Response
+    /// for PSM 0x001F (ATT) open a channel `carriesATT` recognises, Disconnection closes it.
+    private func consumeClassicSignalling(_ key: ConnectionKey, direction: PacketDirection, _ body: UnsafeRawBufferPointer) {
+        var offset = 0
+        while offset < body.count {
+            guard body.count - offset >= 4 else {
+                events.append(.malformed(key, .signalling, reason: "signalling command of \(body.count - offset) bytes is shorter than its 4-byte header"))
+                return
+            }
+            let code = body[offset], identifier = body[offset + 1]
+            let length = Int(body.u16le(offset + 2))
+            guard length <= body.count - offset - 4 else {
+                events.append(.malformed(key, .signalling, reason: "signalling command length \(length) exceeds the \(body.count - offset - 4) bytes present"))
+                return
+            }
+            let p = body.slice(offset + 4, length)
+            events.append(.signalling(key, direction, code: code, identifier: identifier))
+            switch code {
+            case 0x02 where p.count >= 4 && p.u16le(0) == 0x001F:  // Connection Request: PSM, source CID
+                if attChannelRequests[key, default: [:]].count < Self.maxChannelsPerConnection {
+                    attChannelRequests[key, default: [:]][identifier] = p.u16le(2)
+                }
+            case 0x03 where p.count >= 8:  // Connection Response: destination CID, source CID, result
+                guard let requester = attChannelRequests[key]?.removeValue(forKey: identifier), p.u16le(4) == 0x0000 else { break }
+                if attChannels[key, default: []].count < 2 * Self.maxChannelsPerConnection {
+                    attChannels[key, default: []].formUnion([requester, p.u16le(0)])
+                }
+            case 0x06 where p.count >= 4:  // Disconnection Request: destination CID, source CID
+                if var channels = attChannels[key], channels.contains(p.u16le(0)) || channels.contains(p.u16le(2)) {
+                    channels.remove(p.u16le(0))
+                    channels.remove(p.u16le(2))
+                    attChannels[key] = channels
+                }
+            default:
+                break
+            }
+            offset += 4 + length
         }
     }
 
@@ -291,6 +347,7 @@ public final class LinkDecoder {
             forget(key)
             var info = ConnectionInfo(key: key, frame: record.number, time: record.timestamp)
             info.peerAddress = peer
+            info.classic = true
             info.connectedAt = record.timestamp
             info.connectedFrame = record.number
             insert(info)

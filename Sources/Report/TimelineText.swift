@@ -64,7 +64,8 @@ public enum TimelineText {
                 for c in connections {
                     var line = "    \(c.key) from \(at(c.start))"
                     line += c.end.map { " to \(at($0)) (\(TimeFormat.duration($0 - c.start)))" } ?? " to the end of the capture"
-                    line += ", MTU \(c.mtu)"
+                    if c.classic { line += ", BR/EDR" }
+                    if !c.classic || c.carriedATT { line += ", MTU \(c.mtu)" }
                     line += c.encryptedAt != nil ? ", encrypted" + (c.paired ? " after pairing" : "") : ", not encrypted"
                     if let r = c.disconnectReason { line += ", ended: \(r.name) (0x\(Hex.string([r.rawValue])))" }
                     out += line + "\n"
