@@ -38,6 +38,8 @@ setup:
 	    echo "error: missing packages; run:  sudo apt-get install -y$$missing"; exit 1; \
 	  fi; \
 	fi
+	@# Bumble (PyPI, pinned) in .venv-bumble/ for BumbleCaptureTests; without PyPI they skip, build and demo go on.
+	@Scripts/bumble-env.sh || true
 
 # The git revision for gattlab --version (Sources/CBuildInfo/revision.h, rewritten only when it changes).
 revision:

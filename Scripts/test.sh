@@ -34,8 +34,13 @@ rc=${PIPESTATUS[0]}
 
 # XCTest prints a skipped test's reason as "FILE:LINE: Class.test : Test skipped - REASON" (or
 # "Test skipped: REASON" from XCTSkipIf/Unless); the real-capture ones carry RealCaptures.skipMessage.
+# The Bumble ones (BumbleCaptureTests) carry BumbleCaptures.skipMessage: no .venv-bumble.
 skipped=$(grep -c ' : Test skipped - needs real captures' "$logs/test.log")
-other=$(grep ' : Test skipped' "$logs/test.log" | grep -vc 'needs real captures')
+bumble=$(grep -c ' : Test skipped - needs Bumble' "$logs/test.log")
+other=$(grep ' : Test skipped' "$logs/test.log" | grep -v 'needs real captures' | grep -vc 'needs Bumble')
+if [ "$bumble" != 0 ]; then
+  echo "skipped $bumble tests that need Bumble: run Scripts/bumble-env.sh (it needs PyPI; make setup runs it)"
+fi
 if [ "$skipped" != 0 ]; then
   echo "skipped $skipped tests that need real captures: set GATTLAB_REAL_CAPTURES=DIR or clone with ../shared beside it"
 fi
