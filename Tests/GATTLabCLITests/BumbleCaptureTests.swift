@@ -187,8 +187,8 @@ final class BumbleCaptureTests: XCTestCase {
             let out = set.directory.appendingPathComponent("redacted-\(capture.name).btsnoop").path
             let r = try Harness.gattlab(["redact", "--force"] + keys + [set.path(capture), "-o", out])
             XCTAssertEqual(r.status, 0, "\(capture.name): \(r.stderr)")
-            let before = try Harness.gattlab(["decode", "--format", "json", set.path(capture)])
-            let after = try Harness.gattlab(["decode", "--format", "json", out])
+            let before = try Harness.gattlab(["decode", "--format", "json", "--reveal-secrets"] + keys + [set.path(capture)])
+            let after = try Harness.gattlab(["decode", "--format", "json", "--reveal-secrets"] + keys + [out])
             XCTAssertEqual(after.status, 0, "\(capture.name): the redacted file does not decode: \(after.stderr)")
             XCTAssertFalse(after.stdout.lowercased().contains("malformed"), "\(capture.name): redacted file decodes malformed")
             if !capture.encrypted || capture.proto == "nrf7" {
