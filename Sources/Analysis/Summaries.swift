@@ -1,3 +1,5 @@
+import ATT
+import GATT
 import Profiles
 
 /// Each device's outcome and one-line summary, from its events and findings.
@@ -91,6 +93,23 @@ enum Summaries {
         if let d = lastDisconnect, case .int(let code)? = d.fields.first(where: { $0.name == "code" })?.value, code == 0x3E {
             return (.failed, "connection never established; \(links)")
         }
+        if let known = knownServices(t.devices[d].services) { return (.unknown, "\(known); \(links)") }
         return (.unknown, "no device protocol recognised; \(links)")
+    }
+
+    /// What a device's discovered services say when no device protocol GATTLab decodes was
+    /// seen: "no provisioning or OTA protocol; services: Heart Rate, Battery, Nordic Secure DFU",
+    /// with the services the SIG's assigned numbers or the vendor table name (Generic Access and
+    /// Generic Attribute, on every device, left out) and a count of unknown ones. Nil when
+    /// discovery was not seen or named nothing.
+    static func knownServices(_ services: [BluetoothUUID]) -> String? {
+        var names: [String] = []
+        var unknown = 0
+        for s in services where s.uuid16 != 0x1800 && s.uuid16 != 0x1801 {
+            if let n = KnownUUIDs.service(s)?.name { if !names.contains(n) { names.append(n) } } else { unknown += 1 }
+        }
+        guard !names.isEmpty else { return nil }
+        let more = unknown == 0 ? "" : " and \(unknown) unknown"
+        return "no provisioning or OTA protocol; services: \(names.joined(separator: ", "))\(more)"
     }
 }

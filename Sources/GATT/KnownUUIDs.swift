@@ -10,6 +10,7 @@ public enum KnownUUIDs {
     /// A readable name for a UUID, if known.
     public static func name(_ uuid: BluetoothUUID) -> String? {
         if let short = uuid.uuid16 {
+            if squatted.contains(short) { return nil }
             return sig[short] ?? VendorServices.service16(short) ?? AssignedNumbers.uuid16Name(short)
         }
         return custom[uuid] ?? VendorServices.name(high: uuid.high, low: uuid.low)
@@ -25,7 +26,10 @@ public enum KnownUUIDs {
             if let n = sig[short] { return (n, .sig) }
             if let n = VendorServices.service16(short) { return (n, .vendor) }
             if let n = AssignedNumbers.service(short) { return (n, .sig) }
-            if let n = AssignedNumbers.memberService(short) ?? AssignedNumbers.sdo(short) { return (n, .vendor) }
+            if squatted.contains(short) { return nil }
+            if let n = AssignedNumbers.memberService(short) ?? AssignedNumbers.sdo(short) {
+                return ("\(n) (0x\(String(short, radix: 16, uppercase: true)))", .vendor)
+            }
             return nil
         }
         if let n = custom[uuid] { return (n, .deviceProtocol) }
@@ -71,6 +75,13 @@ public enum KnownUUIDs {
         uuid("021aff52-0382-4aea-bff4-6b3f1c5adfb4"): "ESP prov-config",
         uuid("021aff53-0382-4aea-bff4-6b3f1c5adfb4"): "ESP proto-ver",
     ]
+
+    /// 16-bit UUIDs that countless devices took for their own services before the SIG assigned
+    /// them (0xFFF0 with characteristics 0xFFF1-0xFFF4 is the usual vendor-serial layout of
+    /// cheap modules; the SIG has since given them to PKOC, ICCE, Aliro and FiRa). Naming them
+    /// after the new owners would mislabel nearly every device that uses them, so they stay
+    /// unnamed, as tshark leaves them.
+    static let squatted: Set<UInt16> = [0xFFF0, 0xFFF1, 0xFFF2, 0xFFF3, 0xFFF4]
 
     /// SIG UUIDs named differently from the SIG's YAML (which says "GAP" and "GATT"): the
     /// names the rest of GATTLab and its tests use. Everything else comes from `AssignedNumbers`.
