@@ -105,11 +105,16 @@ enum Summaries {
     static func knownServices(_ services: [BluetoothUUID]) -> String? {
         var names: [String] = []
         var unknown = 0
+        var decodable = false
         for s in services where s.uuid16 != 0x1800 && s.uuid16 != 0x1801 {
-            if let n = KnownUUIDs.service(s)?.name { if !names.contains(n) { names.append(n) } } else { unknown += 1 }
+            guard let known = KnownUUIDs.service(s) else { unknown += 1; continue }
+            if !names.contains(known.name) { names.append(known.name) }
+            if known.source == .deviceProtocol { decodable = true }
         }
         guard !names.isEmpty else { return nil }
         let more = unknown == 0 ? "" : " and \(unknown) unknown"
-        return "no provisioning or OTA protocol; services: \(names.joined(separator: ", "))\(more)"
+        // A protocol GATTLab decodes was offered but never used.
+        let what = decodable ? "no provisioning or OTA traffic" : "no provisioning or OTA protocol"
+        return "\(what); services: \(names.joined(separator: ", "))\(more)"
     }
 }

@@ -105,6 +105,8 @@ final class TimelineTests: XCTestCase {
                      "nothing known beyond GAP and GATT: still no device protocol recognised")
         XCTAssertEqual(Summaries.knownServices([BluetoothUUID(uuid16: 0x1826), BluetoothUUID(uuid16: 0xFEE7), BluetoothUUID(uuid16: 0xFFF0)]),
                        "no provisioning or OTA protocol; services: Fitness Machine, Tencent Holdings Limited. (0xFEE7) and 1 unknown")
+        XCTAssertEqual(Summaries.knownServices([BluetoothUUID(uuid16: 0x180F), BluetoothUUID(string: "14387800-130c-49e7-b877-2881c89cb258")!]),
+                       "no provisioning or OTA traffic; services: Battery, nRF7 Wi-Fi provisioning service")
     }
 
     func testRulesHaveUniqueIDsAndText() {
