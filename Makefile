@@ -5,6 +5,7 @@
 # make install [PREFIX=/usr/local]   release binary, man pages, bash/zsh/fish completions
 # make uninstall [PREFIX=/usr/local] removes exactly what install wrote
 # Other targets: make build, make bench (release build, GATTLab vs tshark), make clean,
+#   make assigned-numbers YAML=DIR   regenerates the SIG names table from a bluetooth-SIG/public checkout
 #   make vm-test (a real kernel BlueZ link in a qemu VM: emulate --hci, Captures/ sessions replayed over bluez:,
 #     black-box fuzzing through the kernel, live captures checked against btmon and tshark; Scripts/vm/).
 #   make fuzz TARGET=status TIME=60 [QUIRKS=ssid-overflow]   one libFuzzer target (ASan) on Corpus/TARGET
@@ -21,7 +22,7 @@ TARGET ?= status
 TIME ?= 60
 QUIRKS ?=
 
-.PHONY: all setup revision build demo test install uninstall bench clean fuzz fuzz-smoke vm-test
+.PHONY: all setup revision build demo test install uninstall bench clean fuzz fuzz-smoke vm-test assigned-numbers
 
 all: build
 
@@ -94,3 +95,10 @@ vm-test:
 
 clean:
 	rm -rf .build .build-fuzz bench-out
+
+# Regenerates Sources/AssignedNumbers/AssignedNumbers+Generated.swift from the Bluetooth SIG's
+# YAML: YAML is a checkout of https://bitbucket.org/bluetooth-SIG/public (its git revision goes
+# into the file's header; SOURCE="..." says where it came from otherwise). The build never needs it.
+assigned-numbers:
+	@test -n "$(YAML)" || { echo "usage: make assigned-numbers YAML=DIR [SOURCE='where DIR came from']"; exit 2; }
+	python3 Scripts/assigned-numbers.py "$(YAML)" $(if $(SOURCE),--source "$(SOURCE)")

@@ -25,7 +25,7 @@ let package = Package(
     platforms: [.macOS(.v13)],
     products: [
         .executable(name: "gattlab", targets: ["gattlab"]),
-        .library(name: "GATTLab", targets: ["Capture", "HCI", "ATT", "GATT", "Profiles", "Analysis", "Report", "Redact", "Transport", "Emulator", "Replay", "Fuzz"]),
+        .library(name: "GATTLab", targets: ["AssignedNumbers", "Capture", "HCI", "ATT", "GATT", "Profiles", "Analysis", "Report", "Redact", "Transport", "Emulator", "Replay", "Fuzz"]),
     ] + libFuzzerTargets.map { .executable(name: "fuzz-\($0.name)", targets: ["Fuzz\($0.folder)"]) },
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -41,12 +41,15 @@ let package = Package(
 
         // Capture files in and out: btsnoop, PacketLogger, pcap/pcapng (libpcap).
         .target(name: "Capture", dependencies: ["CPcap"], swiftSettings: strict),
+        // Names for the Bluetooth SIG's assigned numbers (generated from its YAML by
+        // Scripts/assigned-numbers.py, committed) and for common vendor services. No dependencies.
+        .target(name: "AssignedNumbers", swiftSettings: strict),
         // HCI commands/events, ACL reassembly, L2CAP, SMP, the LE link layer of sniffers.
-        .target(name: "HCI", dependencies: ["Capture"], swiftSettings: strict),
+        .target(name: "HCI", dependencies: ["Capture", "AssignedNumbers"], swiftSettings: strict),
         // Every ATT PDU, encode and decode. Depends on nothing, so the emulator and fuzzer can use it alone.
         .target(name: "ATT", swiftSettings: strict),
         // Attribute tables from discovery, long operations, MTU, subscriptions: the session model.
-        .target(name: "GATT", dependencies: ["ATT", "HCI"], swiftSettings: strict),
+        .target(name: "GATT", dependencies: ["ATT", "HCI", "AssignedNumbers"], swiftSettings: strict),
         // Device protocols: one folder each (codec and decoding state), registered by characteristic UUID.
         .target(
             name: "Profiles",
@@ -94,6 +97,7 @@ let package = Package(
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "TestSupport"]),
         .testTarget(name: "HCITests", dependencies: ["HCI", "Capture", "CBlueZ", "TestSupport"]),
         .testTarget(name: "ATTTests", dependencies: ["ATT"]),
+        .testTarget(name: "AssignedNumbersTests", dependencies: ["AssignedNumbers"]),
         .testTarget(name: "TransportTests", dependencies: ["Transport", "ATT", "CBlueZ"]),
         .testTarget(name: "GATTTests", dependencies: ["GATT", "ATT", "HCI", "Capture", "TestSupport"]),
         .testTarget(name: "ProfilesTests", dependencies: ["Profiles", "GATT", "ATT", "HCI", "Capture", "TestSupport"]),

@@ -1,3 +1,5 @@
+import ATT
+import GATT
 import Profiles
 
 /// Each device's outcome and one-line summary, from its events and findings.
@@ -120,6 +122,28 @@ enum Summaries {
         if n.established == 0, n.neverEstablished + n.failedAttempts > 0 {
             return (.failed, "connection never established; \(links)")
         }
+        if let known = knownServices(t.devices[d].services) { return (.unknown, "\(known); \(links)") }
         return (.unknown, "no device protocol recognised; \(links)")
+    }
+
+    /// What a device's discovered services say when no device protocol GATTLab decodes was
+    /// seen: "no provisioning or OTA protocol; services: Heart Rate, Battery, Nordic Secure DFU",
+    /// with the services the SIG's assigned numbers or the vendor table name (Generic Access and
+    /// Generic Attribute, on every device, left out) and a count of unknown ones. Nil when
+    /// discovery was not seen or named nothing.
+    static func knownServices(_ services: [BluetoothUUID]) -> String? {
+        var names: [String] = []
+        var unknown = 0
+        var decodable = false
+        for s in services where s.uuid16 != 0x1800 && s.uuid16 != 0x1801 {
+            guard let known = KnownUUIDs.service(s) else { unknown += 1; continue }
+            if !names.contains(known.name) { names.append(known.name) }
+            if known.source == .deviceProtocol { decodable = true }
+        }
+        guard !names.isEmpty else { return nil }
+        let more = unknown == 0 ? "" : " and \(unknown) unknown"
+        // A protocol GATTLab decodes was offered but never used.
+        let what = decodable ? "no provisioning or OTA traffic" : "no provisioning or OTA protocol"
+        return "\(what); services: \(names.joined(separator: ", "))\(more)"
     }
 }

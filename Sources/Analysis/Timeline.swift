@@ -40,6 +40,8 @@ public struct TimelineDevice: Sendable {
     public var name: String?
     /// Device protocols seen (`speaker-ota`, `sensor-scan`, `nrf7`, `esp-prov`).
     public var protocols: [String] = []
+    /// Service UUIDs discovered on the device, in the order discovery found them.
+    public var services: [BluetoothUUID] = []
     public var connections: [Int] = []
     public var outcome: Outcome = .unknown
     /// One line: what happened, for the summary.

@@ -309,6 +309,16 @@ public final class TimelineBuilder {
         case .readResponse(let v) where a.info?.uuid.uuid16 == 0x2A00:
             let d = timeline.connections[c].device
             if timeline.devices[d].name == nil { timeline.devices[d].name = ProtocolText.display(v) }
+        case .readByGroupTypeResponse(_, let entries) where a.direction != .sent && a.direction != .centralToPeripheral:
+            // Only service discovery reads by group type (0x2800/0x2801): each entry's value is a
+            // service UUID. Only the device's own answers count: a phone is a GATT server too
+            // (an iPhone offers ANCS and AMS to a watch), and its services are not the device's.
+            let d = timeline.connections[c].device
+            for e in entries {
+                if let uuid = BluetoothUUID(littleEndianBytes: e.value), !timeline.devices[d].services.contains(uuid) {
+                    timeline.devices[d].services.append(uuid)
+                }
+            }
         default:
             break
         }

@@ -1,13 +1,42 @@
 import ATT
+import AssignedNumbers
 
-/// Names for UUIDs people meet in these captures: the Bluetooth SIG's common services,
-/// characteristics and descriptors, and the device protocols GATTLab decodes. Like Wireshark's
-/// UUID tables, a new protocol adds its entries here and nothing else changes.
+/// Names for UUIDs people meet in these captures: first the device protocols GATTLab decodes
+/// (`custom`, and `sig` for the few SIG UUIDs named differently here), then common vendor
+/// services (`VendorServices`), then the Bluetooth SIG's assigned numbers (`AssignedNumbers`,
+/// generated from its YAML). Like Wireshark's UUID tables, a new protocol adds its entries here
+/// and nothing else changes.
 public enum KnownUUIDs {
     /// A readable name for a UUID, if known.
     public static func name(_ uuid: BluetoothUUID) -> String? {
-        if let short = uuid.uuid16 { return sig[short] }
-        return custom[uuid]
+        if let short = uuid.uuid16 {
+            if squatted.contains(short) { return nil }
+            return sig[short] ?? VendorServices.service16(short) ?? AssignedNumbers.uuid16Name(short)
+        }
+        return custom[uuid] ?? VendorServices.name(high: uuid.high, low: uuid.low)
+    }
+
+    /// Where a name for a UUID comes from: a device protocol GATTLab decodes, a vendor's
+    /// service, or the SIG's assigned numbers.
+    public enum Source: String, Sendable { case deviceProtocol, vendor, sig }
+
+    /// The name of a service UUID and where it comes from; nil when nothing is known.
+    public static func service(_ uuid: BluetoothUUID) -> (name: String, source: Source)? {
+        if let short = uuid.uuid16 {
+            if let n = sig[short] { return (n, .sig) }
+            if let n = VendorServices.service16(short) { return (n, .vendor) }
+            if let n = AssignedNumbers.service(short) { return (n, .sig) }
+            if squatted.contains(short) { return nil }
+            if let n = AssignedNumbers.memberService(short) ?? AssignedNumbers.sdo(short) {
+                return ("\(n) (0x\(String(short, radix: 16, uppercase: true)))", .vendor)
+            }
+            return nil
+        }
+        if let n = custom[uuid] { return (n, .deviceProtocol) }
+        if VendorServices.kind(high: uuid.high, low: uuid.low) == .service, let n = VendorServices.name(high: uuid.high, low: uuid.low) {
+            return (n, .vendor)
+        }
+        return nil
     }
 
     /// Characteristics whose values carry secrets (Wi-Fi passwords and the like) as a whole.
@@ -45,48 +74,18 @@ public enum KnownUUIDs {
         uuid("021aff51-0382-4aea-bff4-6b3f1c5adfb4"): "ESP prov-session",
         uuid("021aff52-0382-4aea-bff4-6b3f1c5adfb4"): "ESP prov-config",
         uuid("021aff53-0382-4aea-bff4-6b3f1c5adfb4"): "ESP proto-ver",
-        uuid("6e400001-b5a3-f393-e0a9-e50e24dcca9e"): "Nordic UART Service",
-        uuid("6e400002-b5a3-f393-e0a9-e50e24dcca9e"): "Nordic UART RX",
-        uuid("6e400003-b5a3-f393-e0a9-e50e24dcca9e"): "Nordic UART TX",
-        uuid("8ec90001-f315-4f60-9fb8-838830daea50"): "Nordic DFU Control Point",
-        uuid("8ec90002-f315-4f60-9fb8-838830daea50"): "Nordic DFU Packet",
-        uuid("8ec90003-f315-4f60-9fb8-838830daea50"): "Nordic Buttonless DFU",
     ]
 
+    /// 16-bit UUIDs that countless devices took for their own services before the SIG assigned
+    /// them (0xFFF0 with characteristics 0xFFF1-0xFFF4 is the usual vendor-serial layout of
+    /// cheap modules; the SIG has since given them to PKOC, ICCE, Aliro and FiRa). Naming them
+    /// after the new owners would mislabel nearly every device that uses them, so they stay
+    /// unnamed, as tshark leaves them.
+    static let squatted: Set<UInt16> = [0xFFF0, 0xFFF1, 0xFFF2, 0xFFF3, 0xFFF4]
+
+    /// SIG UUIDs named differently from the SIG's YAML (which says "GAP" and "GATT"): the
+    /// names the rest of GATTLab and its tests use. Everything else comes from `AssignedNumbers`.
     static let sig: [UInt16: String] = [
-        // GATT declarations
-        0x2800: "Primary Service", 0x2801: "Secondary Service", 0x2802: "Include", 0x2803: "Characteristic",
-        // Descriptors
-        0x2900: "Characteristic Extended Properties", 0x2901: "Characteristic User Description",
-        0x2902: "Client Characteristic Configuration", 0x2903: "Server Characteristic Configuration",
-        0x2904: "Characteristic Presentation Format", 0x2905: "Characteristic Aggregate Format",
-        0x2906: "Valid Range", 0x2907: "External Report Reference", 0x2908: "Report Reference",
-        // Services
-        0x1800: "Generic Access", 0x1801: "Generic Attribute", 0x1802: "Immediate Alert",
-        0x1803: "Link Loss", 0x1804: "Tx Power", 0x1805: "Current Time", 0x1809: "Health Thermometer",
-        0x180A: "Device Information", 0x180D: "Heart Rate", 0x180F: "Battery", 0x1810: "Blood Pressure",
-        0x1812: "Human Interface Device", 0x1813: "Scan Parameters", 0x1814: "Running Speed and Cadence",
-        0x1816: "Cycling Speed and Cadence", 0x1818: "Cycling Power", 0x1819: "Location and Navigation",
-        0x181A: "Environmental Sensing", 0x181C: "User Data", 0x181D: "Weight Scale",
-        0x181E: "Bond Management", 0x1822: "Pulse Oximeter", 0x1826: "Fitness Machine",
-        0x1827: "Mesh Provisioning", 0x1828: "Mesh Proxy", 0xFE59: "Nordic Secure DFU",
-        0xFEF5: "Dialog Semiconductor", 0xFE95: "Xiaomi", 0xFD6F: "Exposure Notification",
-        // Characteristics
-        0x2A00: "Device Name", 0x2A01: "Appearance", 0x2A02: "Peripheral Privacy Flag",
-        0x2A03: "Reconnection Address", 0x2A04: "Peripheral Preferred Connection Parameters",
-        0x2A05: "Service Changed", 0x2A06: "Alert Level", 0x2A07: "Tx Power Level",
-        0x2A19: "Battery Level", 0x2A23: "System ID", 0x2A24: "Model Number String",
-        0x2A25: "Serial Number String", 0x2A26: "Firmware Revision String",
-        0x2A27: "Hardware Revision String", 0x2A28: "Software Revision String",
-        0x2A29: "Manufacturer Name String", 0x2A2A: "IEEE 11073-20601 Regulatory Certification Data List",
-        0x2A37: "Heart Rate Measurement", 0x2A38: "Body Sensor Location", 0x2A39: "Heart Rate Control Point",
-        0x2A4A: "HID Information", 0x2A4B: "Report Map", 0x2A4C: "HID Control Point", 0x2A4D: "Report",
-        0x2A4E: "Protocol Mode", 0x2A50: "PnP ID", 0x2A22: "Boot Keyboard Input Report",
-        0x2A32: "Boot Keyboard Output Report", 0x2A33: "Boot Mouse Input Report",
-        0x2A1C: "Temperature Measurement", 0x2A1D: "Temperature Type", 0x2A35: "Blood Pressure Measurement",
-        0x2A53: "RSC Measurement", 0x2A5B: "CSC Measurement", 0x2A5C: "CSC Feature", 0x2A63: "Cycling Power Measurement",
-        0x2A6E: "Temperature", 0x2A6F: "Humidity", 0x2AA6: "Central Address Resolution",
-        0x2AC9: "Resolvable Private Address Only", 0x2B29: "Client Supported Features",
-        0x2B2A: "Database Hash", 0x2B3A: "Server Supported Features",
+        0x1800: "Generic Access", 0x1801: "Generic Attribute",
     ]
 }

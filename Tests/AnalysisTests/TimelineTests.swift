@@ -73,6 +73,42 @@ final class TimelineTests: XCTestCase {
         func findings() -> Set<String> { Set(timeline().findings.map(\.id)) }
     }
 
+    /// Issue 16: a device without a protocol GATTLab decodes is summarised by the services its
+    /// discovery named, not as "no device protocol recognised"; the phone's own services (the
+    /// phone answering the device's discovery) are not the device's.
+    func testASummaryNamesTheDiscoveredServices() {
+        func group(_ start: UInt16, _ end: UInt16, _ uuid: [UInt8]) -> ATTGroupData { ATTGroupData(handle: start, endGroupHandle: end, value: uuid) }
+        var s = Session(mtu: 23, subscribe: false)
+        s.send(.readByGroupTypeRequest(startHandle: 1, endHandle: 0xFFFF, type: BluetoothUUID(uuid16: 0x2800)))
+        s.receive(.readByGroupTypeResponse(length: 6, entries: [group(1, 5, [0x00, 0x18]), group(6, 9, [0x01, 0x18]),
+                                                                 group(10, 20, [0x0D, 0x18]), group(21, 30, [0x0F, 0x18])]))
+        s.send(.readByGroupTypeRequest(startHandle: 31, endHandle: 0xFFFF, type: BluetoothUUID(uuid16: 0x2800)))
+        s.receive(.readByGroupTypeResponse(length: 20, entries: [group(31, 40, [0x9E, 0xCA, 0xDC, 0x24, 0x0E, 0xE5, 0xA9, 0xE0,
+                                                                                0x93, 0xF3, 0xA3, 0xB5, 0x01, 0x00, 0x40, 0x6E])]))
+        s.send(.readByGroupTypeRequest(startHandle: 41, endHandle: 0xFFFF, type: BluetoothUUID(uuid16: 0x2800)))
+        s.receive(.readByGroupTypeResponse(length: 6, entries: [group(41, 50, [0x59, 0xFE]), group(51, 60, [0x34, 0x12])]))
+        // The device discovers the phone: the phone's answer names the phone's services.
+        s.receive(.readByGroupTypeRequest(startHandle: 1, endHandle: 0xFFFF, type: BluetoothUUID(uuid16: 0x2800)))
+        s.send(.readByGroupTypeResponse(length: 6, entries: [group(1, 5, [0x05, 0x18])]))
+        s.disconnect()
+        let t = s.timeline()
+        XCTAssertEqual(t.devices.count, 1)
+        XCTAssertEqual(t.devices.first?.services.count, 7)
+        XCTAssertEqual(t.devices.first?.outcome, .unknown)
+        XCTAssertTrue(t.devices.first?.summary.hasPrefix(
+            "no provisioning or OTA protocol; services: Heart Rate, Battery, Nordic UART Service, Nordic Secure DFU and 1 unknown; 1 connection") == true,
+            t.devices.first?.summary ?? "")
+        XCTAssertFalse(t.devices.first?.summary.contains("Current Time") == true)
+
+        XCTAssertNil(Summaries.knownServices([]))
+        XCTAssertNil(Summaries.knownServices([BluetoothUUID(uuid16: 0x1800), BluetoothUUID(uuid16: 0x1801), BluetoothUUID(uuid16: 0xFFF0)]),
+                     "nothing known beyond GAP and GATT: still no device protocol recognised")
+        XCTAssertEqual(Summaries.knownServices([BluetoothUUID(uuid16: 0x1826), BluetoothUUID(uuid16: 0xFEE7), BluetoothUUID(uuid16: 0xFFF0)]),
+                       "no provisioning or OTA protocol; services: Fitness Machine, Tencent Holdings Limited. (0xFEE7) and 1 unknown")
+        XCTAssertEqual(Summaries.knownServices([BluetoothUUID(uuid16: 0x180F), BluetoothUUID(string: "14387800-130c-49e7-b877-2881c89cb258")!]),
+                       "no provisioning or OTA traffic; services: Battery, nRF7 Wi-Fi provisioning service")
+    }
+
     func testRulesHaveUniqueIDsAndText() {
         let ids = Diagnoses.rules.map(\.id)
         XCTAssertEqual(Set(ids).count, ids.count)

@@ -17,6 +17,36 @@ final class KnownUUIDsTests: XCTestCase {
         XCTAssertNil(KnownUUIDs.name(BluetoothUUID(uuid16: 0xBEEF)))
     }
 
+    /// Issue 16: what the hand-written table lacks comes from the SIG's assigned numbers and the
+    /// vendor table; the device protocols' own names still win.
+    func testFallbacks() {
+        XCTAssertEqual(KnownUUIDs.name(BluetoothUUID(uuid16: 0x184E)), "Audio Stream Control")
+        XCTAssertEqual(KnownUUIDs.name(BluetoothUUID(uuid16: 0x1850)), "Published Audio Capabilities")
+        XCTAssertEqual(KnownUUIDs.name(BluetoothUUID(uuid16: 0x2A37)), "Heart Rate Measurement")
+        XCTAssertEqual(KnownUUIDs.name(BluetoothUUID(uuid16: 0x1827)), "Mesh Provisioning")
+        XCTAssertEqual(KnownUUIDs.name(BluetoothUUID(uuid16: 0x1828)), "Mesh Proxy")
+        XCTAssertEqual(KnownUUIDs.name(BluetoothUUID(uuid16: 0x1801)), "Generic Attribute", "not the YAML's \"GATT\"")
+        XCTAssertEqual(KnownUUIDs.name(BluetoothUUID(uuid16: 0xFE59)), "Nordic Secure DFU", "the service, not the member")
+        XCTAssertEqual(KnownUUIDs.name(BluetoothUUID(uuid16: 0xFEE7)), "Tencent Holdings Limited.")
+        XCTAssertNil(KnownUUIDs.name(BluetoothUUID(uuid16: 0xFFF0)), "squatted by vendor-serial modules")
+        XCTAssertNil(KnownUUIDs.name(BluetoothUUID(uuid16: 0xFFF1)))
+        XCTAssertEqual(KnownUUIDs.name(BluetoothUUID(string: "6e400001-b5a3-f393-e0a9-e50e24dcca9e")!), "Nordic UART Service")
+        XCTAssertEqual(KnownUUIDs.name(BluetoothUUID(string: "8ec90003-f315-4f60-9fb8-838830daea50")!), "Nordic Buttonless DFU")
+        XCTAssertEqual(KnownUUIDs.name(BluetoothUUID(string: "f000ffc0-0451-4000-b000-000000000000")!), "TI OAD")
+        XCTAssertEqual(KnownUUIDs.name(BluetoothUUID(string: "7905f431-b5ce-4e99-a40f-4b1e122d00d0")!), "Apple Notification Center Service")
+        XCTAssertNil(KnownUUIDs.name(BluetoothUUID(string: "6e400009-b5a3-f393-e0a9-e50e24dcca9e")!))
+
+        XCTAssertEqual(KnownUUIDs.service(BluetoothUUID(uuid16: 0x180D))?.name, "Heart Rate")
+        XCTAssertEqual(KnownUUIDs.service(BluetoothUUID(uuid16: 0x180D))?.source, .sig)
+        XCTAssertEqual(KnownUUIDs.service(BluetoothUUID(uuid16: 0xFE59))?.source, .vendor)
+        XCTAssertEqual(KnownUUIDs.service(BluetoothUUID(uuid16: 0xFEE7))?.name, "Tencent Holdings Limited. (0xFEE7)")
+        XCTAssertNil(KnownUUIDs.service(BluetoothUUID(uuid16: 0x2A37)), "a characteristic is not a service")
+        XCTAssertNil(KnownUUIDs.service(BluetoothUUID(uuid16: 0xFFF0)))
+        XCTAssertEqual(KnownUUIDs.service(UUIDs.speakerService)?.source, .deviceProtocol)
+        XCTAssertEqual(KnownUUIDs.service(BluetoothUUID(string: "00001530-1212-efde-1523-785feabcd123")!)?.name, "Nordic Legacy DFU")
+        XCTAssertNil(KnownUUIDs.service(BluetoothUUID(string: "00001531-1212-efde-1523-785feabcd123")!), "a characteristic")
+    }
+
     func testSIGNamesInOtherWidths() {
         // The 128-bit and 32-bit forms of a SIG UUID name the same thing.
         XCTAssertEqual(KnownUUIDs.name(BluetoothUUID(string: "00002902-0000-1000-8000-00805f9b34fb")!),
