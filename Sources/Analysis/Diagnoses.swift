@@ -384,6 +384,10 @@ public enum Diagnoses {
     static func scanWithoutEnd(_ c: Context) -> [Hit] {
         c.events.compactMap { e in
             guard case .scanResult(let r)? = e.message, !r.complete else { return nil }
+            if r.chunks == 0 {
+                return Hit(device: e.device, time: e.time, frames: e.frames,
+                           evidence: "SCAN was never answered: no notification and no END (at \(c.seconds(e.time)))")
+            }
             return Hit(device: e.device, time: e.time, frames: e.frames,
                        evidence: "\(r.networks.count) network\(r.networks.count == 1 ? "" : "s") arrived in \(r.chunks) notification\(r.chunks == 1 ? "" : "s") and END never came (at \(c.seconds(e.time)))"
                            + (r.markerStyle == "none" ? "" : "; markers until then: \(r.markerStyle)"))

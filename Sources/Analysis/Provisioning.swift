@@ -109,6 +109,7 @@ enum Provisioning {
             + (j.reason.map { " (\($0))" } ?? "") + " at \(c.seconds(j.event.time))"
         t += j.ssid.map { "; SSID \"\($0)\"" } ?? "; SSID not in the capture"
         guard let scanned = j.scanned else { return t + "; the device did not scan in this capture" }
+        guard !scanned.isEmpty else { return t + "; the device scanned, but no scan result is in the capture" }
         let ssid = j.ssid ?? ""
         let sightings = scanned.filter { $0.ssidText == ssid }
         if sightings.isEmpty {
@@ -211,6 +212,7 @@ enum Provisioning {
             p.lastFrame = e.frames.last ?? p.lastFrame
             p.outcome = outcome
             if let detail { p.detail = detail }
+            if name == "scan", p.detail == nil { p.detail = "no scan result in the capture" }
             order.removeAll { $0 == name }
             phases.append(p)
         }
@@ -240,18 +242,29 @@ enum Provisioning {
 
         mutating func add(_ e: TimelineEvent) {
             if e.kind == "link.disconnected" {
+                // What could not be read cannot be called interrupted: it stays open.
+                for (name, p) in open where p.detail?.contains("encrypted") == true { close(name, e, .open) }
                 closeAll(.interrupted, at: e.time, frame: e.frames.last, why: "the link ended")
                 return
             }
             switch e.message {
             // nRF7: the link's security, then requests and results.
+            case nil where e.kind == "att.error":
+                let field = { (name: String) -> FieldValue? in e.fields.first { $0.name == name }?.value }
+                let characteristic = if case .string(let c)? = field("characteristic") { c } else { "" }
+                let error = if case .string(let x)? = field("error") { x } else { "an ATT error" }
+                if case .bool(true)? = field("pairFirst") {
+                    start("security", e, detail: "the device asked for an encrypted link (\(error))")
+                } else if characteristic.contains("prov-session"), open["session"] != nil {
+                    close("session", e, .failed, detail: sessionDetail + "; refused: \(error)")
+                }
             case nil where e.kind == "link.pairing":
                 start("security", e, detail: "pairing")
             case nil where e.kind == "link.encryption":
-                if open["security"] != nil {
-                    let ok = e.fields.contains { $0.name == "enabled" && { if case .bool(true) = $0.value { true } else { false } }($0) }
-                    close("security", e, ok ? .ok : .failed, detail: ok ? "link encrypted" : "encryption failed")
-                }
+                // nRF7's Control Point needs an encrypted link: the security phase ends here.
+                let ok = e.fields.contains { $0.name == "enabled" && { if case .bool(true) = $0.value { true } else { false } }($0) }
+                let asked = open["security"]?.detail.map { $0 + "; " } ?? ""
+                close("security", e, ok ? .ok : .failed, detail: asked + (ok ? "link encrypted" : "encryption failed"))
             case .nrf7Request(let r)?:
                 switch r.opCode?.raw {
                 case 2?: start("scan", e)

@@ -185,6 +185,8 @@ final class SensorScanTests: XCTestCase {
                 networks: [("HomeNet", -45), ("Café, 2nd floor", -67)], style: "suffix-newline", complete: false),
         Variant(name: "truncated mid-line", notifications: ["HomeNet,-45\nCafé, 2nd floor,-67\nNeigh"],
                 networks: [("HomeNet", -45), ("Café, 2nd floor", -67)], style: "none", complete: false),
+        Variant(name: "truncated, one network per notification", notifications: ["HomeNet,-45", "Café, 2nd floor,-67"],
+                networks: [("HomeNet", -45), ("Café, 2nd floor", -67)], style: "none", complete: false),
         Variant(name: "truncated inside a marker", notifications: ["HomeNet,-45\nCafé, 2nd floor,-67\nMO"],
                 networks: [("HomeNet", -45), ("Café, 2nd floor", -67)], style: "none", complete: false),
         Variant(name: "truncated inside a glued marker", notifications: ["HomeNet,-45;MORE", "Café, 2nd floor,-67;M"],

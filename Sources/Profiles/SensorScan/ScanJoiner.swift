@@ -350,15 +350,20 @@ extension SensorScan {
         }
 
         /// The response as it stands: complete if END arrived, else truncated with what came.
-        /// A truncated response's unfinished last line is dropped, not read as a network.
+        /// A truncated response's unfinished last line is dropped, not read as a network, unless
+        /// it is a whole `SSID,RSSI` line.
         public func response(truncatedBecause reason: String? = nil) -> Response {
             var text = bytes
             var partial = false
             // A held marker fragment glued to a whole network line would have ended that line.
+            // A last line without its line end is kept when it reads as a whole network (firmware
+            // that sends one network per notification without LF), else dropped.
             if !complete, !pendingEndsLine, let last = text.last, !Self.isBreak(last) {
                 let cut = text.lastIndex(where: Self.isBreak).map { $0 + 1 } ?? 0
-                text.removeSubrange(cut...)
-                partial = true
+                if !Self.isNetworkLine(text[cut...]) {
+                    text.removeSubrange(cut...)
+                    partial = true
+                }
             }
             var (networks, problems) = SensorScan.parse(text)
             if overflow {
