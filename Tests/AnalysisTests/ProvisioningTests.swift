@@ -195,4 +195,27 @@ final class ProvisioningTests: XCTestCase {
         XCTAssertTrue(phases[0].detail?.contains("not decryptable") == true, phases[0].detail ?? "")
         XCTAssertTrue(phases[1].detail?.contains("sec2: not decryptable") == true, phases[1].detail ?? "")
     }
+
+    /// Security 1 without the phone's key: the session phase names the scheme (with or without
+    /// PoP) and the phases after it say they are encrypted and why.
+    func testESPPhasesSec1() {
+        for noPoP in [false, true] {
+            var log = Log()
+            let cap = noPoP ? #"["wifi_scan","no_pop"]"# : #"["wifi_scan"]"#
+            log.esp(.version, Array(#"{"prov":{"ver":"v1.1","sec_ver":1,"cap":\#(cap)}}"#.utf8), write: false)
+            let ok = ESPProvisioning.status(0)
+            log.esp(.session, ESPProvisioning.SessionMessage(.sec1Command0(clientPublicKey: [UInt8](repeating: 1, count: 32))).encode(), write: true)
+            log.esp(.session, ESPProvisioning.SessionMessage(.sec1Response0(status: ok, devicePublicKey: [UInt8](repeating: 2, count: 32),
+                                                                            deviceRandom: [UInt8](repeating: 3, count: 16))).encode(), write: false)
+            log.esp(.session, ESPProvisioning.SessionMessage(.sec1Command1(clientVerifyData: [UInt8](repeating: 4, count: 32))).encode(), write: true)
+            log.esp(.session, ESPProvisioning.SessionMessage(.sec1Response1(status: ok, deviceVerifyData: [UInt8](repeating: 5, count: 32))).encode(), write: false)
+            log.esp(.config, [0x13, 0x57, 0x9B, 0xDF], write: true)
+            let phases = log.timeline().phases
+            XCTAssertEqual(phases.map(\.name), ["session", "config"], "no_pop \(noPoP)")
+            XCTAssertEqual(phases.first?.outcome, .ok)
+            XCTAssertEqual(phases.first?.detail, noPoP ? "security 1 (X25519 + AES-CTR), no PoP" : "security 1 (X25519 + AES-CTR) with PoP")
+            XCTAssertTrue(phases.last?.detail?.contains("encrypted, sec1") == true, phases.last?.detail ?? "")
+            XCTAssertEqual(phases.last?.outcome, .open)
+        }
+    }
 }
