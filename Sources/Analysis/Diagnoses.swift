@@ -126,6 +126,15 @@ public enum Diagnoses {
         Rule(id: "scan.no-end", severity: .warning, title: "A scan answer ended without END",
              advice: "The answer is truncated (link dropped, a timeout, or a new SCAN); the app should fall back to the networks it has and may repeat the scan.",
              find: scanWithoutEnd),
+        Rule(id: "wifi.wrong-password", severity: .error, title: "The device rejected the Wi-Fi password",
+             advice: "The access point refused the passphrase (nRF7 AUTH_ERROR, ESP AuthError): have the user type it again; check its case, and that the network is WPA2/WPA3 personal, not enterprise.",
+             find: { c in Provisioning.hits(c, .wrongPassword) }),
+        Rule(id: "wifi.ap-not-found", severity: .error, title: "The device did not find the Wi-Fi network",
+             advice: "No access point with that SSID answered (nRF7 NETWORK_NOT_FOUND, ESP NetworkNotFound): check the spelling (SSIDs are case-sensitive) and that the device is in range; offer the networks from the device's own scan instead of typed names.",
+             find: { c in Provisioning.hits(c, .apNotFound) }),
+        Rule(id: "wifi.5ghz-only-ssid", severity: .error, title: "The SSID is on 5 GHz only and the device joins 2.4 GHz",
+             advice: "The device's radio (ESP32, or firmware limited to 2.4 GHz) cannot see a 5 GHz-only network: give it the router's 2.4 GHz SSID, or enable 2.4 GHz (band steering with one SSID for both bands) on the access point.",
+             find: { c in Provisioning.hits(c, .fiveGHzOnly) }),
         Rule(id: "nrf7.connection-failed", severity: .error, title: "The nRF7 device could not connect to Wi-Fi",
              advice: "AUTH_ERROR: wrong passphrase; NETWORK_NOT_FOUND: SSID not in range or misspelled; FAIL_IP: no DHCP answer.",
              find: nrf7Failed),
@@ -404,14 +413,19 @@ public enum Diagnoses {
     static func scanWithoutEnd(_ c: Context) -> [Hit] {
         c.events.compactMap { e in
             guard case .scanResult(let r)? = e.message, !r.complete else { return nil }
+            if r.chunks == 0 {
+                return Hit(device: e.device, time: e.time, frames: e.frames,
+                           evidence: "SCAN was never answered: no notification and no END (at \(c.seconds(e.time)))")
+            }
             return Hit(device: e.device, time: e.time, frames: e.frames,
-                       evidence: "\(r.networks.count) network\(r.networks.count == 1 ? "" : "s") in \(r.chunks) notification\(r.chunks == 1 ? "" : "s") and no END at \(c.seconds(e.time))")
+                       evidence: "\(r.networks.count) network\(r.networks.count == 1 ? "" : "s") arrived in \(r.chunks) notification\(r.chunks == 1 ? "" : "s") and END never came (at \(c.seconds(e.time)))"
+                           + (r.markerStyle == "none" ? "" : "; markers until then: \(r.markerStyle)"))
         }
     }
 
     static func nrf7Failed(_ c: Context) -> [Hit] {
         c.events.compactMap { e in
-            guard case .nrf7Result(let r)? = e.message, r.state?.raw == 5 else { return nil }
+            guard case .nrf7Result(let r)? = e.message, r.state?.raw == 5, !Provisioning.explained(e, in: c) else { return nil }
             return Hit(device: e.device, time: e.time, frames: e.frames,
                        evidence: "CONNECTION_FAILED\(r.reason.map { " (\($0))" } ?? "") at \(c.seconds(e.time))")
         }
@@ -457,6 +471,8 @@ public enum Diagnoses {
             guard r.stationState.raw == 3 else { lastFailure[d] = nil; continue }
             guard lastFailure[d] == nil else { continue }
             lastFailure[d] = e.time
+            // Wrong password, not found and 5 GHz-only have their own rules.
+            if Provisioning.explained(e, in: c) { continue }
             var reason = ""
             if case .failReason(let f) = r.detail { reason = " (\(f))" }
             hits.append(Hit(device: d, time: e.time, frames: e.frames, evidence: "station ConnectionFailed\(reason) at \(c.seconds(e.time))"))

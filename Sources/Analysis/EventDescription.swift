@@ -46,10 +46,12 @@ enum EventDescription {
             let names = r.networks.map { "\(ProtocolText.display($0.ssid)) \($0.rssi)" }
             var summary = "\(r.networks.count) network\(r.networks.count == 1 ? "" : "s") in \(r.chunks) notification\(r.chunks == 1 ? "" : "s")"
             if !r.complete { summary += ", truncated (no END)" }
+            if r.markerStyle != "none" { summary += ", markers \(r.markerStyle)" }
             if !names.isEmpty { summary += ": " + names.prefix(12).joined(separator: ", ") + (names.count > 12 ? ", ..." : "") }
-            return (summary, [Field("networks", .strings(r.networks.map { ProtocolText.display($0.ssid) })),
-                              Field("rssi", .strings(r.networks.map { String($0.rssi) })),
-                              Field("complete", .bool(r.complete)), Field("chunks", .int(r.chunks))])
+            var fields = [Field("networks", networks(r.networks.map(WiFiNetwork.init))),
+                          Field("complete", .bool(r.complete)), Field("chunks", .int(r.chunks)), Field("markerStyle", .string(r.markerStyle))]
+            if r.markerStyles.count > 1 { fields.append(Field("markerStyles", .strings(r.markerStyles))) }
+            return (summary, fields)
         case .nrf7Info(let i):
             return ("nRF7 protocol version \(i.version.map(String.init) ?? "?")", i.version.map { [Field("version", .int(Int($0)))] } ?? [])
         case .nrf7Request(let r):
@@ -74,8 +76,11 @@ enum EventDescription {
         case .nrf7Result(let r):
             if let rec = r.scanRecord {
                 let ssid = rec.wifi?.ssid.map { ProtocolText.display($0) } ?? "?"
-                return ("scan record \"\(ssid)\"" + (rec.rssi.map { " \($0) dBm" } ?? ""),
-                        [Field("ssid", .string(ssid))] + (rec.rssi.map { [Field("rssi", .int(Int($0)))] } ?? []))
+                let network = WiFiNetwork(rec)
+                var summary = "scan record \"\(ssid)\"" + (rec.rssi.map { " \($0) dBm" } ?? "")
+                if let n = network, let band = n.band { summary += ", \(band)" + (n.channel.map { " channel \($0)" } ?? "") }
+                return (summary, [Field("ssid", .string(ssid))] + (rec.rssi.map { [Field("rssi", .int(Int($0)))] } ?? [])
+                            + [Field("networks", networks(network.map { [$0] } ?? []))])
             }
             var fields: [Field] = []
             var summary = "state \(r.state?.description ?? "?")"
@@ -120,8 +125,12 @@ enum EventDescription {
         case .espScan(let s):
             var summary = "\(s.messageType)"
             if case .statusResponse(let finished, let n) = s.payload { summary += finished ? ": finished, \(n) results" : ": scanning" }
-            if case .resultResponse(let entries) = s.payload { summary += ": " + entries.map { ProtocolText.display($0.ssid) }.joined(separator: ", ") }
-            return (summary, [Field("message", .string(s.messageType.description))])
+            var fields = [Field("message", .string(s.messageType.description))]
+            if case .resultResponse(let entries) = s.payload {
+                summary += ": " + entries.map { ProtocolText.display($0.ssid) }.joined(separator: ", ")
+                fields.append(Field("networks", networks(entries.map(WiFiNetwork.init))))
+            }
+            return (summary, fields)
         case .espOpaque(let o):
             return (o.encrypted ? "\(o.endpoint): \(o.length) bytes, encrypted (security \(o.security.map(String.init) ?? "?"))"
                                 : "\(o.endpoint): \(o.length) bytes",
@@ -129,6 +138,19 @@ enum EventDescription {
         @unknown default:
             return ("message", [])
         }
+    }
+
+    /// Scan results as objects: ssid, bssid, channel, rssi, authMode, band (those known).
+    static func networks(_ list: [WiFiNetwork]) -> FieldValue {
+        .objects(list.map { n in
+            var f = [Field("ssid", .string(n.ssidText))]
+            if let b = n.bssidText { f.append(Field("bssid", .string(b))) }
+            if let c = n.channel { f.append(Field("channel", .int(c))) }
+            if let r = n.rssi { f.append(Field("rssi", .int(r))) }
+            if let a = n.authMode { f.append(Field("authMode", .string(a))) }
+            if let b = n.band { f.append(Field("band", .string(b))) }
+            return f
+        })
     }
 
     static func status(_ s: SpeakerOTA.Status) -> (String, [Field]) {

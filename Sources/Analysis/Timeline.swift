@@ -129,6 +129,8 @@ public enum FieldValue: Sendable {
     /// `<redacted:N bytes>`, `full` holds all of it for --reveal-secrets.
     case partlySecret(redacted: String, full: Secret)
     case strings([String])
+    /// A list of objects, such as the networks of a scan: each a list of named fields.
+    case objects([[Field]])
 }
 
 public struct Field: Sendable {

@@ -433,6 +433,7 @@ public final class TimelineBuilder {
             timeline.phases.append(Phase(device: d, connection: r.connection, name: "reboot", start: r.time, end: max(r.time, end),
                                          outcome: .open, detail: "no reconnection in the capture", firstFrame: r.frame, lastFrame: r.frame))
         }
+        timeline.phases += Provisioning.phases(timeline)
         timeline.phases.sort { ($0.start, $0.device) < ($1.start, $1.device) }
         timeline.events.sort { $0.time < $1.time }  // stable: gap events were added late
         var result = timeline

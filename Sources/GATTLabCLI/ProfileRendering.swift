@@ -45,7 +45,8 @@ extension EventRenderer {
             return "Scan request \"\(ProtocolText.display(r))\""
         case .scanResult(let r)?:
             let list = r.networks.map { "\($0.ssidText) (\($0.rssi))" }.joined(separator: ", ")
-            return "Scan result \(r.complete ? "" : "TRUNCATED ")\(r.networks.count) networks in \(r.chunks) notifications\(list.isEmpty ? "" : ": " + list)"
+            let style = r.markerStyle == "none" ? "" : ", markers \(r.markerStyle)" + (r.markerStyles.count > 1 ? " (\(r.markerStyles.joined(separator: ", ")))" : "")
+            return "Scan result \(r.complete ? "" : "TRUNCATED ")\(r.networks.count) networks in \(r.chunks) notifications\(style)\(list.isEmpty ? "" : ": " + list)"
         case .nrf7Info(let i)?:
             return "nRF7 info version \(i.version.map(String.init) ?? "(none)")"
         case .nrf7Request(let r)?:
@@ -109,7 +110,9 @@ extension EventRenderer {
             case .scanResult(let r)?:
                 o.bool("complete", r.complete)
                 o.int("chunks", r.chunks)
-                o.raw("networks", "[" + r.networks.map { "{\"ssid\":\(JSONString.quote($0.ssidText)),\"rssi\":\($0.rssi)}" }.joined(separator: ",") + "]")
+                o.string("markerStyle", r.markerStyle)
+                if r.markerStyles.count > 1 { o.raw("markerStyles", "[" + r.markerStyles.map { JSONString.quote($0) }.joined(separator: ",") + "]") }
+                o.raw("networks", NetworkJSON.array(r.networks.map(WiFiNetwork.init)))
             case .nrf7Info(let i)?:
                 if let v = i.version { o.int("version", Int(v)) }
             case .nrf7Request(let r)?:
@@ -146,6 +149,23 @@ extension EventRenderer {
             }
         }
     }
+}
+
+/// Scan results in the shape every protocol shares: an array of objects with `ssid`, `bssid`,
+/// `channel`, `rssi`, `authMode` (named) and `band`, each present when the protocol reports it.
+enum NetworkJSON {
+    static func object(_ n: WiFiNetwork) -> String {
+        var b = JSONBuild()
+        b.string("ssid", n.ssidText)
+        b.string("bssid", n.bssidText)
+        b.int("channel", n.channel)
+        b.int("rssi", n.rssi)
+        b.string("authMode", n.authMode)
+        b.string("band", n.band)
+        return b.text
+    }
+
+    static func array(_ list: [WiFiNetwork]) -> String { "[" + list.map(object).joined(separator: ",") + "]" }
 }
 
 /// A JSON object built as text, for nested protocol values.
@@ -293,6 +313,8 @@ enum NRF7JSON {
             sb.raw("wifi", s.wifi.map(wifi))
             sb.int("rssi", s.rssi.map(Int.init))
             b.raw("scanRecord", sb.text)
+            // The same network in the shape every protocol's scan results share.
+            b.raw("networks", NetworkJSON.array(WiFiNetwork(s).map { [$0] } ?? []))
         }
         b.enumValue("state", r.state)
         b.enumValue("reason", r.reason)
@@ -435,6 +457,7 @@ enum ESPJSON {
             b.int("startIndex", Int(start))
             b.int("count", Int(count))
         case .resultResponse(let entries):
+            b.raw("networks", NetworkJSON.array(entries.map(WiFiNetwork.init)))
             b.raw("entries", "[" + entries.map { e in
                 var x = JSONBuild()
                 x.string("ssid", ProtocolText.display(e.ssid))

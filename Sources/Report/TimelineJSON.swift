@@ -200,6 +200,14 @@ public enum TimelineJSON {
         case .secret(let s): w.string(options.reveal ? String(decoding: s.unsafeBytes, as: UTF8.self) : s.redacted)
         case .partlySecret(let redacted, let full): w.string(options.reveal ? ProtocolText.display(full.unsafeBytes) : redacted)
         case .strings(let list): w.beginArray(); list.forEach { w.string($0) }; w.endArray()
+        case .objects(let list):
+            w.beginArray()
+            for object in list {
+                w.beginObject()
+                for f in object { w.key(f.name); value(f.value, options: options, into: &w) }
+                w.endObject()
+            }
+            w.endArray()
         }
     }
 }

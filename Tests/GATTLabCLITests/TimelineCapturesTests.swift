@@ -18,13 +18,13 @@ final class TimelineCapturesTests: XCTestCase {
         // At MTU 23 the lost first chunk holds only the first lines: the answer still ends with END.
         "sensor-scan-dropped": ["scan.no-end@247"],
         "nrf7-provision": ["att.needs-authentication", "nrf7.response-missing@23"],
-        "nrf7-wrong-password": ["att.needs-authentication", "nrf7.connection-failed"],
-        "nrf7-network-not-found": ["att.needs-authentication", "nrf7.connection-failed"],
+        "nrf7-wrong-password": ["att.needs-authentication", "wifi.wrong-password"],
+        "nrf7-network-not-found": ["att.needs-authentication", "wifi.ap-not-found"],
         "nrf7-invalid-passphrase": ["att.needs-authentication", "nrf7.request-failed", "protocol.nrf7.passphrase-too-long"],
         "nrf7-dhcp-failure": ["att.needs-authentication", "nrf7.connection-failed"],
         "nrf7-disconnect-obtaining-ip": ["att.needs-authentication"],
         "esp-sec0-provision": ["protocol.esp.security0"],
-        "esp-sec0-5ghz-ssid": ["esp.connection-failed", "protocol.esp.security0"],
+        "esp-sec0-5ghz-ssid": ["wifi.5ghz-only-ssid", "protocol.esp.security0"],
         "esp-sec1-provision": [], "esp-sec1-wrong-password": [], "esp-sec1-wrong-pop": ["esp.session-refused"],
         "speaker-ota-demo": ["ota.link-dropped", "ota.url-plain-http"],
         // Audit scenarios: the timeline diagnoses delivery, not credential handling, so pairing

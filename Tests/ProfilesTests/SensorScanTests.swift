@@ -28,6 +28,7 @@ final class SensorScanTests: XCTestCase {
         XCTAssertEqual(ids(String(repeating: "x", count: 33) + ",-40\n"), ["scan.ssid-too-long"])
         XCTAssertEqual(ids("A,-40\nA,-41\n"), ["scan.duplicate"])
         XCTAssertEqual(ids("A,-40\nMORE\nB,-41\n"), ["scan.misplaced-marker"])
+        XCTAssertEqual(SensorScan.parse(Array("A,-40\rB,-41\r\n".utf8)).0.map(\.ssidText), ["A", "B"])
         XCTAssertEqual(ids((0..<11).map { "n\($0),-\(40 + $0)\n" }.joined()), ["scan.too-many"])
         XCTAssertEqual(SensorScan.parse([0xFF, 0x2C, 0x2D, 0x34, 0x30]).1.map(\.id), ["scan.ssid-not-utf8"])
     }
@@ -88,5 +89,155 @@ final class SensorScanTests: XCTestCase {
         XCTAssertTrue(completed)
         XCTAssertLessThanOrEqual(j.bytes.count, SensorScan.maxResponseBytes)
         XCTAssertEqual(j.response().problems.map(\.id).last, "scan.too-long")
+    }
+
+    // MARK: Every marker placement firmware sends
+
+    struct Variant {
+        var name: String
+        var notifications: [String]
+        var networks: [(String, Int)]
+        var style: String
+        var complete = true
+    }
+
+    static let three = [("HomeNet", -45), ("Café, 2nd floor", -67), ("Neighbour 5G", -81)]
+
+    /// Each variant: its notifications, the networks they mean, and the style name reported.
+    static let variants: [Variant] = [
+        // The documented style (PROTOCOLS.md section 4): MORE / END as the chunk's last line.
+        Variant(name: "documented", notifications: ["HomeNet,-45\nCafé, 2nd floor,-67\nMORE\n", "Neighbour 5G,-81\nEND\n"],
+                networks: three, style: "suffix-newline"),
+        Variant(name: "documented, last chunk only END", notifications: ["HomeNet,-45\nMORE\n", "Café, 2nd floor,-67\nNeighbour 5G,-81\nMORE\n", "END\n"],
+                networks: three, style: "suffix-newline"),
+        Variant(name: "newline, no LF after the marker", notifications: ["HomeNet,-45\nCafé, 2nd floor,-67\nMORE", "Neighbour 5G,-81\nEND"],
+                networks: three, style: "suffix-newline"),
+        Variant(name: "CR LF", notifications: ["HomeNet,-45\r\nCafé, 2nd floor,-67\r\nMORE\r\n", "Neighbour 5G,-81\r\nEND\r\n"],
+                networks: three, style: "suffix-crlf"),
+        Variant(name: "separate notifications", notifications: ["HomeNet,-45\nCafé, 2n", "MORE", "d floor,-67\nNeighbour 5G,-81\n", "END"],
+                networks: three, style: "separate-notification"),
+        Variant(name: "separate, CR LF after", notifications: ["HomeNet,-45\nCafé, 2nd floor,-67\n", "MORE\r\n", "Neighbour 5G,-81\n", "END\r\n"],
+                networks: three, style: "separate-notification"),
+        Variant(name: "one network per notification, separate markers, no LF",
+                notifications: ["HomeNet,-45", "MORE", "Café, 2nd floor,-67", "MORE", "Neighbour 5G,-81", "END"],
+                networks: three, style: "separate-notification"),
+        Variant(name: "one network per notification, no markers between", notifications: ["HomeNet,-45", "Café, 2nd floor,-67", "Neighbour 5G,-81", "END"],
+                networks: three, style: "separate-notification"),
+        Variant(name: "semicolon", notifications: ["HomeNet,-45;MORE", "Café, 2nd floor,-67;MORE", "Neighbour 5G,-81;END"],
+                networks: three, style: "suffix-semicolon"),
+        Variant(name: "semicolon, several per chunk", notifications: ["HomeNet,-45\nCafé, 2nd floor,-67;MORE\n", "Neighbour 5G,-81;END\n"],
+                networks: three, style: "suffix-semicolon"),
+        Variant(name: "comma", notifications: ["HomeNet,-45,MORE", "Café, 2nd floor,-67,MORE", "Neighbour 5G,-81,END"],
+                networks: three, style: "suffix-comma"),
+        Variant(name: "space", notifications: ["HomeNet,-45 MORE", "Café, 2nd floor,-67 MORE", "Neighbour 5G,-81 END"],
+                networks: three, style: "suffix-space"),
+        Variant(name: "glued", notifications: ["HomeNet,-45MORE", "Café, 2nd floor,-67MORE", "Neighbour 5G,-81END"],
+                networks: three, style: "suffix-glued"),
+        Variant(name: "glued, several per chunk", notifications: ["HomeNet,-45\nCafé, 2nd floor,-67MORE", "Neighbour 5G,-81END\n"],
+                networks: three, style: "suffix-glued"),
+        Variant(name: "prefix, newline", notifications: ["MORE\nHomeNet,-45\nCafé, 2nd floor,-67\n", "END\nNeighbour 5G,-81\n"],
+                networks: three, style: "prefix"),
+        Variant(name: "prefix, CR LF", notifications: ["MORE\r\nHomeNet,-45\r\n", "MORE\r\nCafé, 2nd floor,-67\r\n", "END\r\nNeighbour 5G,-81\r\n"],
+                networks: three, style: "prefix"),
+        Variant(name: "prefix, semicolon", notifications: ["MORE;HomeNet,-45\n", "MORE;Café, 2nd floor,-67\n", "END;Neighbour 5G,-81\n"],
+                networks: three, style: "prefix"),
+        Variant(name: "prefix, glued after the first", notifications: ["MORE\nHomeNet,-45\n", "MORECafé, 2nd floor,-67\n", "ENDNeighbour 5G,-81"],
+                networks: three, style: "prefix"),
+        Variant(name: "prefix, END alone at the end", notifications: ["MORE\nHomeNet,-45\nCafé, 2nd floor,-67\n", "MORE\nNeighbour 5G,-81\n", "END"],
+                networks: three, style: "prefix"),
+        Variant(name: "split MO|RE", notifications: ["HomeNet,-45\nCafé, 2nd floor,-67\nMO", "RE\nNeighbour 5G,-81\nEN", "D\n"],
+                networks: three, style: "split-across-chunks"),
+        Variant(name: "split M|ORE, CR LF", notifications: ["HomeNet,-45\r\nCafé, 2nd floor,-67\r\nM", "ORE\r\nNeighbour 5G,-81\r\nE", "ND\r\n"],
+                networks: three, style: "split-across-chunks"),
+        Variant(name: "split after semicolon", notifications: ["HomeNet,-45\nCafé, 2nd floor,-67;MOR", "E", "Neighbour 5G,-81;EN", "D"],
+                networks: three, style: "split-across-chunks"),
+        Variant(name: "split glued", notifications: ["HomeNet,-45\nCafé, 2nd floor,-67MO", "RE", "Neighbour 5G,-81E", "ND"],
+                networks: three, style: "split-across-chunks"),
+        Variant(name: "inline: two chunks in one notification", notifications: ["HomeNet,-45\nMORE\nCafé, 2nd floor,-67\nMORE\n", "Neighbour 5G,-81\nEND\n"],
+                networks: three, style: "mixed"),
+        Variant(name: "everything in one notification", notifications: ["HomeNet,-45\nCafé, 2nd floor,-67\nNeighbour 5G,-81\nEND\n"],
+                networks: three, style: "suffix-newline"),
+        Variant(name: "glued, then a lone END", notifications: ["HomeNet,-45;MORE", "Café, 2nd floor,-67\nNeighbour 5G,-81\n", "END"],
+                networks: three, style: "suffix-semicolon"),
+        Variant(name: "mixed", notifications: ["HomeNet,-45;MORE", "Café, 2nd floor,-67\nMORE\n", "Neighbour 5G,-81", "MORE", "END"],
+                networks: three, style: "mixed"),
+        Variant(name: "empty answer", notifications: ["END\n"], networks: [], style: "separate-notification"),
+        Variant(name: "empty answer, END and CR LF", notifications: ["\r\nEND\r\n"], networks: [], style: "suffix-crlf"),
+        // SSIDs that merely contain the words survive, wherever the chunker cuts them.
+        Variant(name: "WEEKEND", notifications: ["WEEKEND,-50\nMOREHOUSE,-60\nEND\n"],
+                networks: [("WEEKEND", -50), ("MOREHOUSE", -60)], style: "suffix-newline"),
+        Variant(name: "WEEK|END cut", notifications: ["HomeNet,-45\nWEEK", "END,-50\n", "END"],
+                networks: [("HomeNet", -45), ("WEEKEND", -50)], style: "separate-notification"),
+        Variant(name: "WEEKEND| cut before the comma", notifications: ["HomeNet,-45\nWEEKEND", ",-50\nEND\n"],
+                networks: [("HomeNet", -45), ("WEEKEND", -50)], style: "suffix-newline"),
+        Variant(name: "MO|TEL cut after a line", notifications: ["HomeNet,-45\nMO", "TEL,-50\nEND\n"],
+                networks: [("HomeNet", -45), ("MOTEL", -50)], style: "suffix-newline"),
+        Variant(name: "E|ndless cut", notifications: ["HomeNet,-45\nE", "ndless,-52\nEND\n"],
+                networks: [("HomeNet", -45), ("Endless", -52)], style: "suffix-newline"),
+        Variant(name: "network called END", notifications: ["END,-40\nMORE,-41\nEND\n"],
+                networks: [("END", -40), ("MORE", -41)], style: "suffix-newline"),
+        Variant(name: "SSID ending in a space and MORE", notifications: ["HomeNet,-45\nMy MORE", ",-44\nEND"],
+                networks: [("HomeNet", -45), ("My MORE", -44)], style: "suffix-newline"),
+        Variant(name: "SSID with a semicolon and END", notifications: ["HomeNet,-45\nA;END", ",-44\nEND\n"],
+                networks: [("HomeNet", -45), ("A;END", -44)], style: "suffix-newline"),
+        // Truncated answers: what arrived, never a marker or half a line as a network.
+        Variant(name: "truncated, never END", notifications: ["HomeNet,-45\nMORE\n", "Café, 2nd floor,-67\nMORE\n"],
+                networks: [("HomeNet", -45), ("Café, 2nd floor", -67)], style: "suffix-newline", complete: false),
+        Variant(name: "truncated mid-line", notifications: ["HomeNet,-45\nCafé, 2nd floor,-67\nNeigh"],
+                networks: [("HomeNet", -45), ("Café, 2nd floor", -67)], style: "none", complete: false),
+        Variant(name: "truncated, one network per notification", notifications: ["HomeNet,-45", "Café, 2nd floor,-67"],
+                networks: [("HomeNet", -45), ("Café, 2nd floor", -67)], style: "none", complete: false),
+        Variant(name: "truncated inside a marker", notifications: ["HomeNet,-45\nCafé, 2nd floor,-67\nMO"],
+                networks: [("HomeNet", -45), ("Café, 2nd floor", -67)], style: "none", complete: false),
+        Variant(name: "truncated inside a glued marker", notifications: ["HomeNet,-45;MORE", "Café, 2nd floor,-67;M"],
+                networks: [("HomeNet", -45), ("Café, 2nd floor", -67)], style: "suffix-semicolon", complete: false),
+    ]
+
+    func testEveryMarkerPlacement() {
+        for v in Self.variants {
+            let r = join(v.notifications.map { Array($0.utf8) })
+            XCTAssertEqual(r.networks.map(\.ssidText), v.networks.map(\.0), v.name)
+            XCTAssertEqual(r.networks.map(\.rssi), v.networks.map(\.1), v.name)
+            XCTAssertEqual(r.complete, v.complete, v.name)
+            XCTAssertEqual(r.markerStyle, v.style, v.name + " (styles \(r.markerStyles))")
+            XCTAssertEqual(r.chunks, v.notifications.count, v.name)
+            // A valid variant is never malformed; a truncated one says only that it is truncated.
+            XCTAssertEqual(r.problems.map(\.id), v.complete ? [] : ["scan.truncated"], v.name + ": \(r.problems)")
+        }
+    }
+
+    func testTruncatedSaysHowManyAndThatEndNeverCame() {
+        let r = join(["HomeNet,-45\nMORE\n", "Café, 2nd floor,-67\nNei"].map { Array($0.utf8) })
+        XCTAssertEqual(r.problems.count, 1)
+        XCTAssertTrue(r.problems[0].message.contains("END never came"), r.problems[0].message)
+        XCTAssertTrue(r.problems[0].message.contains("2 networks arrived"), r.problems[0].message)
+        XCTAssertTrue(r.problems[0].message.contains("unfinished line"), r.problems[0].message)
+    }
+
+    /// Every style at every split of the text: the same networks, whichever byte the chunker cut at.
+    func testStylesAtEverySplit() {
+        let lines = Self.three.map { "\($0.0),\($0.1)" }
+        for sep in ["\n", "\r\n"] {
+            let text = lines.joined(separator: sep) + sep
+            let bytes = Array(text.utf8)
+            for split in 1..<bytes.count {
+                let a = Array(bytes[..<split]), b = Array(bytes[split...])
+                for (name, chunks) in [("separate", [a, Array("MORE".utf8), b, Array("END".utf8)]),
+                                       ("separate-lf", [a, Array("MORE\(sep)".utf8), b, Array("END\(sep)".utf8)]),
+                                       ("end-suffix", [a, b + Array("END\(sep)".utf8)])] {
+                    let r = join(chunks)
+                    XCTAssertTrue(r.complete, "\(name) split \(split)")
+                    XCTAssertEqual(r.networks.map(\.ssidText), Self.three.map(\.0), "\(name) split \(split) \(sep.debugDescription)")
+                    XCTAssertEqual(r.problems, [], "\(name) split \(split)")
+                }
+            }
+        }
+    }
+
+    func testEncoderStylesNameThemselves() {
+        let plain = join(SensorScan.encode(networks, chunkSize: 20))
+        XCTAssertEqual(plain.markerStyle, "suffix-newline", "\(plain.markerStyles) \(SensorScan.encode(networks, chunkSize: 20).map { String(decoding: $0, as: UTF8.self) })")
+        let separate = join(SensorScan.encode(networks, chunkSize: 20, separateMarkers: true))
+        XCTAssertEqual(separate.markerStyle, "separate-notification")
     }
 }

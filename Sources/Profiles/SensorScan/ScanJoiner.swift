@@ -1,66 +1,391 @@
 extension SensorScan {
-    /// Joins a response's notifications. Markers are recognised in both styles of the firmware:
-    /// as the last line of a chunk (`...\nMORE\n`) and as notifications of their own (`MORE`).
-    /// The line break before a marker ends the data line before it. Data chunks are joined as
-    /// bytes before anything is decoded, so a chunk may end inside a line or a UTF-8 sequence.
+    /// How a response's firmware placed its MORE/END markers (`Response.markerStyle`).
+    public enum MarkerStyle: String, Sendable, Hashable, CaseIterable {
+        /// `MORE` / `END` as notifications of their own (PROTOCOLS.md accepts it beside the lines).
+        case separateNotification = "separate-notification"
+        /// The documented style: the last line of a chunk, `...\nMORE\n` (LF after it or not).
+        case suffixNewline = "suffix-newline"
+        /// The same with CR LF line ends: `...\r\nMORE\r\n`.
+        case suffixCRLF = "suffix-crlf"
+        /// Glued to the last network with a separator: `Net,-45;MORE`, `Net,-45,MORE`, `Net,-45 MORE`.
+        case suffixSemicolon = "suffix-semicolon"
+        case suffixComma = "suffix-comma"
+        case suffixSpace = "suffix-space"
+        /// Glued to the last network without a separator: `Net,-45MORE`.
+        case suffixGlued = "suffix-glued"
+        /// At the start of a chunk: `MORE\nNet,-45\n`, `END;Net,-70`.
+        case prefix
+        /// A marker cut by the chunker: `...\nMO` + `RE`.
+        case splitAcrossChunks = "split-across-chunks"
+        /// A marker line in the middle of a notification (two chunks sent as one).
+        case inline
+    }
+
+    /// Joins a response's notifications into its text, taking out the MORE/END markers wherever
+    /// the firmware put them. Data chunks are joined as bytes before anything is decoded, so a
+    /// chunk may end inside a line or a UTF-8 sequence.
+    ///
+    /// The recognition rule (docs/timeline.md, "Sensor scan markers"). Markers are the upper-case
+    /// ASCII words `MORE` and `END`; a marker is only ever recognised at a notification's edge
+    /// or as a whole line, never inside a line, so an SSID that merely contains the word
+    /// ("WEEKEND", "MOREHOUSE", "Endless") stays a network. In order:
+    /// 1. A notification that is only a marker (separators `;` `,` space, CR and LF around it
+    ///    allowed) is a marker: `separate-notification`.
+    /// 2. A notification whose start completes a marker fragment the previous one ended with
+    ///    (`...\nMO` + `RE...`, the fragment after a line break or separator) is that marker:
+    ///    `split-across-chunks`. Any other held fragment is data again, so `...\nMO` + `TEL,-50`
+    ///    is the network MOTEL.
+    /// 3. At a line start, a notification beginning with a marker followed by LF, CR LF or `;`
+    ///    is a `prefix` marker; followed by `,` or space only when that line is not itself a
+    ///    network line (`END,-40` is a network called END); glued to the data (`ENDNet,-70`)
+    ///    only once this response has used prefix markers.
+    /// 4. A notification ending (before any CR/LF) with a marker is a suffix marker when the
+    ///    marker starts the notification or a line, or when it follows `;`, `,`, space or
+    ///    nothing at all *and* the line before it is a complete `SSID,RSSI` network line
+    ///    (so a chunk ending "...\nMy MORE" cut inside the SSID "My MORE" is data).
+    /// 5. Whole lines `MORE` / `END` inside a notification are markers (`inline`).
+    /// MORE only says more follows; END completes the response once its notification's data is
+    /// joined (prefix `END\nlast,-80` keeps `last`). Where a glued marker carried the only line
+    /// end, the line is ended for it. Between notifications a line break is added when the
+    /// open line and the next notification's first line are each a complete network line
+    /// (one network per notification without LF); otherwise the bytes join as they are.
+    /// The one reading left ambiguous: a network whose SSID is exactly `MORE` or `END`, cut by
+    /// the chunker right after the SSID, reads as a marker.
     public struct Joiner: Sendable {
         public private(set) var bytes: [UInt8] = []
         public private(set) var chunks = 0
         public private(set) var complete = false
         public private(set) var overflow = false
+        /// Each marker placement seen, in order of first appearance.
+        public private(set) var styles: [MarkerStyle] = []
+        /// A marker fragment the last notification ended with (at most 3 bytes): data again
+        /// unless the next notification completes it.
+        private var pending: [UInt8] = []
 
         public init() {}
 
         enum Marker { case more, end }
+        static let words: [([UInt8], Marker)] = [(Array("MORE".utf8), .more), (Array("END".utf8), .end)]
+        static let lf: UInt8 = 0x0A, cr: UInt8 = 0x0D
+        /// Separators firmware puts between a marker and the data.
+        static func isSeparator(_ b: UInt8) -> Bool { b == 0x3B || b == 0x2C || b == 0x20 || b == 0x09 }
+        static func isBreak(_ b: UInt8) -> Bool { b == lf || b == cr }
 
         /// Adds one notification; returns true when it completed the response.
         @discardableResult
         public mutating func add(_ chunk: [UInt8]) -> Bool {
             guard !complete else { return true }
             chunks += 1
-            var body = chunk[...]
-            var marker: Marker?
-            var trimmed = body
-            while let last = trimmed.last, last == 0x0A || last == 0x0D { trimmed = trimmed.dropLast() }
-            for (word, m) in [(Array("MORE".utf8), Marker.more), (Array("END".utf8), Marker.end)] {
-                guard trimmed.count >= word.count, trimmed.suffix(word.count).elementsEqual(word) else { continue }
-                let before = trimmed.dropLast(word.count)
-                // Only a whole line is a marker: at the chunk's start or after a line break.
-                if before.isEmpty || before.last == 0x0A {
-                    marker = m
-                    body = before
+            var c = chunk[...]
+            var sawEnd = false
+
+            // 1. A notification that is only a marker.
+            if let m = Self.onlyMarker(c) {
+                if !pending.isEmpty {
+                    let held = takePending()
+                    guard append(held[...]) else { return true }
                 }
+                if let first = c.first, Self.isBreak(first) {
+                    // `\nMORE\n`: the end of a line and the marker line, the line style's chunk.
+                    note(c.starts(with: [Self.cr, Self.lf]) ? .suffixCRLF : .suffixNewline)
+                } else {
+                    note(.separateNotification)
+                    if m == .more { separateMore = true }
+                }
+                if m == .end { complete = true }
+                return complete
+            }
+            // 2. The rest of a marker the last notification began.
+            if !pending.isEmpty {
+                let fragment = pending
+                let completed = Self.words.first { w, _ in
+                    let k = w.count - fragment.count
+                    guard k > 0, w.starts(with: fragment), c.starts(with: w[fragment.count...]) else { return false }
+                    guard c.count > k else { return true }
+                    let next = c[c.startIndex + k]
+                    return Self.isBreak(next) || Self.isSeparator(next)
+                }
+                if let (w, m) = completed {
+                    let endsLine = pendingEndsLine
+                    pending = []
+                    pendingRestore = []
+                    pendingEndsLine = false
+                    if endsLine { endLine() }
+                    c = Self.dropLeadingSeparators(c.dropFirst(w.count - fragment.count))
+                    note(.splitAcrossChunks)
+                    if m == .end { sawEnd = true }
+                } else {
+                    c = (takePending() + c)[...]
+                }
+            }
+            // 3. A marker at the start of the notification.
+            if atLineStart, let (m, length) = prefixMarker(c) {
+                c = c.dropFirst(length)
+                note(.prefix)
+                if m == .end { sawEnd = true }
+            }
+            // Trailing line ends are data unless a marker sits before them.
+            var t = c
+            while let last = t.last, Self.isBreak(last) { t = t.dropLast() }
+            var body = c
+            var endsLine = false
+            if let (m, before, ends) = suffixMarker(t) {
+                // 4. A marker at the end.
+                body = before
+                endsLine = ends
+                if m == .end { sawEnd = true }
+            } else if !sawEnd, t.count == c.count, let (fragment, before, restore, ends) = partialMarker(t) {
+                // 4b. A marker fragment: held until the next notification says what it is.
+                body = before
+                pending = Array(fragment)
+                pendingRestore = restore
+                pendingEndsLine = ends
+            }
+            // 5. Marker lines inside.
+            body = removeInlineMarkers(body, sawEnd: &sawEnd)
+            guard append(body) else { return true }
+            if endsLine { endLine() }
+            if sawEnd {
+                pending = []
+                pendingRestore = []
+                complete = true
+            }
+            return complete
+        }
+
+        /// The placement, named: one style, `mixed` when the firmware used several, `none` when
+        /// no marker arrived. A lone END notification closing chunks marked another way is that
+        /// style's last (empty) chunk, not a second style.
+        public var markerStyle: String {
+            let distinct = effectiveStyles
+            if distinct.isEmpty { return "none" }
+            return distinct.count == 1 ? distinct[0].rawValue : "mixed"
+        }
+
+        /// The styles behind `markerStyle` (several when it is `mixed`).
+        public var effectiveStyles: [MarkerStyle] {
+            var s = styles
+            if s.count > 1, s.contains(.separateNotification), !separateMore {
+                s.removeAll { $0 == .separateNotification }
+            }
+            return s
+        }
+
+        private var separateMore = false
+        /// Bytes to put back before a held fragment that turns out to be data (its separator).
+        private var pendingRestore: [UInt8] = []
+        /// The held fragment followed a complete network glued to it: a marker ends that line.
+        private var pendingEndsLine = false
+
+        private mutating func note(_ s: MarkerStyle) {
+            if !styles.contains(s) { styles.append(s) }
+        }
+
+        private mutating func takePending() -> [UInt8] {
+            defer {
+                pending = []
+                pendingRestore = []
+                pendingEndsLine = false
+            }
+            return pendingRestore + pending
+        }
+
+        private var atLineStart: Bool { bytes.last.map(Self.isBreak) ?? true }
+
+        private mutating func endLine() {
+            if let last = bytes.last, !Self.isBreak(last), bytes.count < SensorScan.maxResponseBytes { bytes.append(Self.lf) }
+        }
+
+        /// Appends data; false (and the response abandoned) past the size cap.
+        private mutating func append(_ body: ArraySlice<UInt8>) -> Bool {
+            guard !body.isEmpty else { return true }
+            // One network per notification without a line end: both sides whole network lines.
+            if let last = bytes.last, !Self.isBreak(last), let first = body.first, !Self.isBreak(first),
+               Self.isNetworkLine(openLine(plus: ArraySlice<UInt8>())), Self.isNetworkLine(body.prefix { !Self.isBreak($0) }) {
+                bytes.append(Self.lf)
             }
             if bytes.count + body.count > SensorScan.maxResponseBytes {
                 overflow = true
                 complete = true
-                return true
+                return false
             }
             bytes += body
-            if marker == .end { complete = true }
-            return complete
+            return true
+        }
+
+        /// The line that `extra` would leave open at the end of the joined text.
+        private func openLine(plus extra: ArraySlice<UInt8>) -> [UInt8] {
+            if let i = extra.lastIndex(where: Self.isBreak) { return Array(extra[(i + 1)...]) }
+            let start = bytes.lastIndex(where: Self.isBreak).map { $0 + 1 } ?? 0
+            // Long open lines are not network lines: no need to copy more than one can hold.
+            guard bytes.count - start <= 64 else { return Array(repeating: 0, count: 65) }
+            return Array(bytes[start...]) + extra
+        }
+
+        /// A complete network line as radios report them: a non-empty SSID of at most 32 bytes, a
+        /// comma, a negative dBm integer (`Café, 2` is half of `Café, 2nd floor,-67`, not a network).
+        static func isNetworkLine(_ line: some BidirectionalCollection<UInt8>) -> Bool {
+            guard line.count <= SensorScan.maxSSIDLength + 8, let comma = line.lastIndex(of: 0x2C), comma != line.startIndex else { return false }
+            var digits = line[line.index(after: comma)...].drop { $0 == 0x20 }
+            while digits.last == 0x20 { digits = digits.dropLast() }
+            guard digits.first == 0x2D else { return false }
+            digits = digits.dropFirst()
+            return (1...3).contains(digits.count) && digits.allSatisfy { (0x30...0x39).contains($0) }
+        }
+
+        static func trimmed(_ c: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
+            var t = c
+            while let f = t.first, isBreak(f) || isSeparator(f) { t = t.dropFirst() }
+            while let l = t.last, isBreak(l) || isSeparator(l) { t = t.dropLast() }
+            return t
+        }
+
+        static func onlyMarker(_ c: ArraySlice<UInt8>) -> Marker? {
+            let t = trimmed(c)
+            return words.first { w, _ in t.elementsEqual(w) }?.1
+        }
+
+        static func dropLeadingSeparators(_ c: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
+            var c = c
+            if let f = c.first, isSeparator(f) { c = c.dropFirst() }
+            if c.first == cr { c = c.dropFirst() }
+            if c.first == lf { c = c.dropFirst() }
+            return c
+        }
+
+        /// Rule 3: the marker and the separator after it, as a length to drop.
+        func prefixMarker(_ c: ArraySlice<UInt8>) -> (Marker, Int)? {
+            for (w, m) in Self.words where c.starts(with: w) {
+                let rest = c.dropFirst(w.count)
+                guard let next = rest.first else { return (m, w.count) }
+                let line = c.prefix { !Self.isBreak($0) }
+                switch next {
+                case Self.lf, Self.cr, 0x3B:
+                    return (m, c.count - Self.dropLeadingSeparators(rest).count)
+                case 0x2C, 0x20, 0x09:
+                    if Self.isNetworkLine(line) { return nil }
+                    return (m, c.count - Self.dropLeadingSeparators(rest).count)
+                default:
+                    // Glued: only once this response has shown prefix markers.
+                    if styles.contains(.prefix), Self.isNetworkLine(rest.prefix { !Self.isBreak($0) }) { return (m, w.count) }
+                    return nil
+                }
+            }
+            return nil
+        }
+
+        /// Rule 4: a marker at the end of `t` (line ends trimmed): the data before it and whether
+        /// the marker carried that data's line end.
+        mutating func suffixMarker(_ t: ArraySlice<UInt8>) -> (Marker, ArraySlice<UInt8>, Bool)? {
+            for (w, m) in Self.words where t.count >= w.count && t.suffix(w.count).elementsEqual(w) {
+                let before = t.dropLast(w.count)
+                guard let last = before.last else {
+                    note(.separateNotification)
+                    return (m, before, false)
+                }
+                if Self.isBreak(last) {
+                    note(before.suffix(2).elementsEqual([Self.cr, Self.lf]) || last == Self.cr ? .suffixCRLF : .suffixNewline)
+                    return (m, before, false)
+                }
+                if Self.isSeparator(last) {
+                    let data = before.dropLast()
+                    guard Self.isNetworkLine(openLine(plus: data)) else { continue }
+                    note(last == 0x3B ? .suffixSemicolon : last == 0x2C ? .suffixComma : .suffixSpace)
+                    return (m, data, true)
+                }
+                guard Self.isNetworkLine(openLine(plus: before)) else { continue }
+                note(.suffixGlued)
+                return (m, before, true)
+            }
+            return nil
+        }
+
+        /// Rule 4b: the notification ends with the start of a marker, placed where a marker may
+        /// stand: the fragment, the data before it, the bytes to restore if it is data after
+        /// all, and whether a completed marker ends the line before it.
+        func partialMarker(_ t: ArraySlice<UInt8>) -> (ArraySlice<UInt8>, ArraySlice<UInt8>, [UInt8], Bool)? {
+            for k in stride(from: 3, through: 1, by: -1) where t.count >= k {
+                let fragment = t.suffix(k)
+                guard Self.words.contains(where: { w, _ in w.count > k && w.starts(with: fragment) }) else { continue }
+                let before = t.dropLast(k)
+                guard let last = before.last else { return atLineStart ? (fragment, before, [], false) : nil }
+                if Self.isBreak(last) { return (fragment, before, [], false) }
+                if Self.isSeparator(last) {
+                    let data = before.dropLast()
+                    guard Self.isNetworkLine(openLine(plus: data)) else { return nil }
+                    return (fragment, data, [last], true)
+                }
+                guard Self.isNetworkLine(openLine(plus: before)) else { return nil }
+                return (fragment, before, [], true)
+            }
+            return nil
+        }
+
+        /// Rule 5: whole `MORE` / `END` lines inside the notification, taken out.
+        mutating func removeInlineMarkers(_ body: ArraySlice<UInt8>, sawEnd: inout Bool) -> ArraySlice<UInt8> {
+            guard body.contains(Self.lf) else { return body }
+            var out: [UInt8] = []
+            out.reserveCapacity(body.count)
+            var lineStart = body.startIndex
+            var first = true
+            var removed = false
+            while lineStart < body.endIndex {
+                guard let lf = body[lineStart...].firstIndex(of: Self.lf) else {
+                    out += body[lineStart...]
+                    break
+                }
+                let line = body[lineStart..<lf]
+                let whole = !first || atLineStart
+                if whole, let m = Self.words.first(where: { w, _ in Self.trimmed(line).elementsEqual(w) })?.1, !Self.trimmed(line).isEmpty {
+                    removed = true
+                    if m == .end { sawEnd = true }
+                } else {
+                    out += body[lineStart...lf]
+                }
+                first = false
+                lineStart = lf + 1
+            }
+            if removed { note(.inline) }
+            return removed ? out[...] : body
         }
 
         /// The response as it stands: complete if END arrived, else truncated with what came.
+        /// A truncated response's unfinished last line is dropped, not read as a network, unless
+        /// it is a whole `SSID,RSSI` line.
         public func response(truncatedBecause reason: String? = nil) -> Response {
-            var (networks, problems) = SensorScan.parse(bytes)
+            var text = bytes
+            var partial = false
+            // A held marker fragment glued to a whole network line would have ended that line.
+            // A last line without its line end is kept when it reads as a whole network (firmware
+            // that sends one network per notification without LF), else dropped.
+            if !complete, !pendingEndsLine, let last = text.last, !Self.isBreak(last) {
+                let cut = text.lastIndex(where: Self.isBreak).map { $0 + 1 } ?? 0
+                if !Self.isNetworkLine(text[cut...]) {
+                    text.removeSubrange(cut...)
+                    partial = true
+                }
+            }
+            var (networks, problems) = SensorScan.parse(text)
             if overflow {
                 problems.append(.init("scan.too-long", "more than \(SensorScan.maxResponseBytes) bytes without END; abandoned"))
             } else if !complete {
-                problems.append(.init("scan.truncated", "no END\(reason.map { ": \($0)" } ?? ""); \(networks.count) networks arrived"))
+                let n = networks.count
+                problems.append(.init("scan.truncated", "END never came\(reason.map { " (\($0))" } ?? ""); \(n) network\(n == 1 ? "" : "s") arrived"
+                                      + (partial ? ", and an unfinished line was dropped" : "")))
             }
-            return Response(networks: networks, complete: complete && !overflow, problems: problems, chunks: chunks)
+            return Response(networks: networks, complete: complete && !overflow, problems: problems, chunks: chunks,
+                            markerStyle: markerStyle, markerStyles: effectiveStyles.map(\.rawValue))
         }
     }
 
     /// Parses joined response text: lines of `SSID,RSSI`, split at the last comma (SSIDs may
-    /// contain commas), CR LF accepted, empty lines ignored.
+    /// contain commas), LF, CR LF or CR line ends, empty lines ignored. A `MORE` or `END` line
+    /// here means the joiner left one in: reported.
     public static func parse(_ bytes: [UInt8]) -> ([Network], [ProtocolProblem]) {
         var networks: [Network] = []
         var problems: [ProtocolProblem] = []
         var seen = Set<[UInt8]>()
-        for var line in bytes.split(separator: 0x0A, omittingEmptySubsequences: true) {
-            if line.last == 0x0D { line = line.dropLast() }
+        for line in bytes.split(omittingEmptySubsequences: true, whereSeparator: { $0 == 0x0A || $0 == 0x0D }) {
             if line.isEmpty { continue }
             let text = Array(line)
             if text == Array("MORE".utf8) || text == Array("END".utf8) {

@@ -34,6 +34,11 @@ public enum SensorScan {
         public var problems: [ProtocolProblem]
         /// Notifications it was joined from (markers included).
         public var chunks: Int
+        /// Where the firmware put its markers (`Joiner.MarkerStyle`): one style's name, `mixed`
+        /// or `none`.
+        public var markerStyle: String = "none"
+        /// The styles seen, in order (several when `markerStyle` is `mixed`).
+        public var markerStyles: [String] = []
     }
 
     /// Encodes networks as the firmware does: lines `SSID,RSSI\n`, split into chunks of at most
