@@ -52,6 +52,7 @@ enum SnifferHeaders {
         }
         info.encrypted = flags & 0x04 != 0
         info.micOK = info.encrypted ? flags & 0x08 != 0 : nil
+        info.encryptionReported = true
         record.linkLayer = info
         record.data = d.dropping(17)
     }
@@ -69,8 +70,8 @@ enum SnifferHeaders {
         let pduType = UInt8((flags >> 7) & 0x7)
         info.pduType = pduType
         info.direction = pduType == 2 ? .centralToPeripheral : pduType == 3 ? .peripheralToCentral : .unknown
-        if flags & 0x1000 != 0 { info.encrypted = true; info.micOK = flags & 0x2000 != 0 }
-        if flags & 0x0008 != 0 { info.encrypted = true; info.micOK = true }
+        if flags & 0x1000 != 0 { info.encrypted = true; info.micOK = flags & 0x2000 != 0; info.encryptionReported = true }
+        if flags & 0x0008 != 0 { info.encrypted = true; info.micOK = true; info.encryptionReported = true }
         record.kind = .linkLayer
         record.linkLayer = info
         record.data = d.dropping(10)

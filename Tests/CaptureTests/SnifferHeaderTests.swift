@@ -39,6 +39,8 @@ final class SnifferHeaderTests: XCTestCase {
         var i = LinkLayerInfo()
         i.channel = channel; i.rssi = rssi; i.direction = direction; i.crcOK = crcOK
         i.encrypted = encrypted; i.micOK = micOK; i.pduType = pduType
+        // nRF Sniffer (no PDU type) always says whether a packet is encrypted; DLT 256 only with its flags.
+        i.encryptionReported = pduType == nil || encrypted
         return i
     }
 
