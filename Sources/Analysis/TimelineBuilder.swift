@@ -238,13 +238,19 @@ public final class TimelineBuilder {
         case .encrypted(let key, _, let pdu):
             let c = connection(key, time: t, frame: f)
             touch(c, time: t, frame: f)
-            if case .keyLikelyWrong = pdu.reason {
+            // The link's story: undecryptable from here on, or the key was wrong. Single PDUs
+            // that failed (damaged on air) are decode's to list.
+            switch pdu.reason {
+            case .keyLikelyWrong:
                 add(TimelineEvent(time: t, device: timeline.connections[c].device, connection: c, lane: .link, kind: "link.ltk-wrong",
                                   summary: pdu.reasonText, fields: [Field("reason", .string(pdu.reasonName))], frames: [f]))
-            } else if encryptedTold.insert(c).inserted {
+            case .noKey, .noKeyExchange:
+                guard encryptedTold.insert(c).inserted else { break }
                 add(TimelineEvent(time: t, device: timeline.connections[c].device, connection: c, lane: .link, kind: "link.encrypted-traffic",
                                   summary: "encrypted traffic: \(pdu.reasonText)",
                                   fields: [Field("reason", .string(pdu.reasonName))], frames: [f]))
+            case .micFailed, .keyRejected, .damaged:
+                break
             }
         case .decrypting(let key):
             let c = connection(key, time: t, frame: f)
