@@ -42,6 +42,9 @@ public struct LinkLayerInfo: Sendable, Hashable {
     public var encryptionReported = false
     /// Whether the last 3 bytes of the record are the CRC.
     public var hasCRC: Bool = true
+    /// Sent on the LE Coded PHY: a Coding Indicator byte follows the access address (nRF
+    /// Sniffer says so in its flags).
+    public var coded = false
     /// The PDU type field of DLT 256's flags, when present.
     public var pduType: UInt8?
     /// Set when the sniffer's own header is inconsistent: the packet is not decoded.

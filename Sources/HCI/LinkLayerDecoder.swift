@@ -58,21 +58,23 @@ extension LinkDecoder {
             return
         }
         let crcBytes = ll.hasCRC ? 3 : 0
+        // On the LE Coded PHY the Coding Indicator sits between the access address and the header.
+        let h = ll.coded ? 5 : 4
         let d = record.data
-        guard d.count >= 6 + crcBytes else {
+        guard d.count >= h + 2 + crcBytes else {
             events.append(.malformed(nil, .linkLayer, reason: "link-layer packet of \(d.count) bytes is shorter than access address, header and CRC"))
             return
         }
         let accessAddress = d.u32le(0)
-        let headerByte = d[4]
-        var length = Int(d[5])
+        let headerByte = d[h]
+        var length = Int(d[h + 1])
         if accessAddress == LinkLayerState.advertisingAccessAddress {
-            consumeAdvertising(record, pduType: headerByte & 0x0F, body: d.slice(6, min(length, d.count - 6 - crcBytes)))
+            consumeAdvertising(record, pduType: headerByte & 0x0F, body: d.slice(h + 2, min(length, d.count - h - 2 - crcBytes)))
             return
         }
         let llid = headerByte & 0x03
         let hasCTEInfo = headerByte & 0x20 != 0
-        let start = 6 + (hasCTEInfo ? 1 : 0)
+        let start = h + 2 + (hasCTEInfo ? 1 : 0)
         let available = max(0, d.count - start - crcBytes)
         // Wireshark counts the CTEInfo byte inside Length; so do we, to read the same payload.
         if hasCTEInfo { length = max(0, length - 1) }
