@@ -163,6 +163,15 @@ extension LinkDecoder {
         let state = linkLayer.encryption[key.id]
         if ll.encryptionReported {
             // The sniffer says: plaintext, or decrypted by the sniffer itself (MIC already removed).
+            if ll.encrypted, ll.micOK == true, !retransmission, var s = state, s.cipher != nil || !s.candidates.isEmpty,
+               direction == .centralToPeripheral || direction == .peripheralToCentral {
+                // It used up a packet counter all the same: the next one the sniffer cannot
+                // decrypt (and a key here can) needs the right count.
+                let i = direction == .centralToPeripheral ? 0 : 1
+                s.last[i] = s.next[i]
+                s.next[i] += 1
+                linkLayer.encryption[key.id] = s
+            }
             guard ll.encrypted, ll.micOK != true else { return plain }
         } else {
             guard var s = state, s.active, !s.plaintext else { return plain }

@@ -138,20 +138,23 @@ final class LinkLayerEncryptionTests: XCTestCase {
         ]
     }
 
-    func session(_ sniffer: Sniffer, key: [UInt8]? = LinkLayerEncryptionTests.ltk) -> [Frame] {
-        func info(_ c2p: Bool?, encrypted: Bool = false) -> LinkLayerInfo {
+    /// `snifferDecrypted`: indices into `encryptedPart` the nRF Sniffer decrypted itself
+    /// (plaintext, flagged encrypted with the MIC checked).
+    func session(_ sniffer: Sniffer, key: [UInt8]? = LinkLayerEncryptionTests.ltk, snifferDecrypted: Set<Int> = []) -> [Frame] {
+        func info(_ c2p: Bool?, encrypted: Bool = false, micOK: Bool = false) -> LinkLayerInfo {
             var i = LinkLayerInfo()
             i.crcOK = true
             if sniffer == .nordic {
                 i.direction = c2p == nil ? .unknown : c2p! ? .centralToPeripheral : .peripheralToCentral
                 i.encryptionReported = true
                 i.encrypted = encrypted
-                i.micOK = encrypted ? false : nil
+                i.micOK = encrypted ? micOK : nil
             }
             return i
         }
-        func frame(_ c2p: Bool, llid: UInt8, sn: UInt8, nesn: UInt8 = 0, _ payload: [UInt8], encrypted: Bool = false) -> Frame {
-            Frame(bytes: accessAddress + [llid | nesn << 2 | sn << 3, UInt8(payload.count)] + payload + crc, info: info(c2p, encrypted: encrypted))
+        func frame(_ c2p: Bool, llid: UInt8, sn: UInt8, nesn: UInt8 = 0, _ payload: [UInt8], encrypted: Bool = false, micOK: Bool = false) -> Frame {
+            Frame(bytes: accessAddress + [llid | nesn << 2 | sn << 3, UInt8(payload.count)] + payload + crc,
+                  info: info(c2p, encrypted: encrypted, micOK: micOK))
         }
         var frames = [Frame(bytes: connectInd, info: info(nil))]
         frames.append(frame(true, llid: 3, sn: 0, [0x03] + Self.rand + Self.ediv + Self.skdm + Self.ivm))
@@ -160,7 +163,7 @@ final class LinkLayerEncryptionTests: XCTestCase {
         let cipher = key.flatMap { LinkLayerCipher(ltk: $0, skdm: Self.skdm, ivm: Self.ivm, skds: Self.skds, ivs: Self.ivs) }
         var counters = [true: UInt64(0), false: UInt64(0)]
         var lastSN: [Bool: UInt8] = [true: 0, false: 1]
-        for p in encryptedPart {
+        for (index, p) in encryptedPart.enumerated() {
             guard !p.payload.isEmpty else {
                 frames.append(frame(p.c2p, llid: p.llid, sn: p.sn, p.payload))
                 lastSN[p.c2p] = p.sn
@@ -173,7 +176,11 @@ final class LinkLayerEncryptionTests: XCTestCase {
                 ?? p.payload + [0, 0, 0, 0]
             counters[p.c2p]! += 1
             lastSN[p.c2p] = p.sn
-            frames.append(frame(p.c2p, llid: p.llid, sn: p.sn, onAir, encrypted: true))
+            if snifferDecrypted.contains(index) {
+                frames.append(frame(p.c2p, llid: p.llid, sn: p.sn, p.payload, encrypted: true, micOK: true))
+            } else {
+                frames.append(frame(p.c2p, llid: p.llid, sn: p.sn, onAir, encrypted: true))
+            }
         }
         return frames
     }
@@ -218,6 +225,14 @@ final class LinkLayerEncryptionTests: XCTestCase {
 
     func testNordicSessionDecryptsWithTheLTK() {
         XCTAssertEqual(l2capSDUs(session(.nordic), keys: [LinkLayerKey(ltk: Secret(Self.ltk, label: "LTK"))]), expected)
+    }
+
+    /// The sniffer decrypted some PDUs itself and not others: those still used up their packet
+    /// counters, so the key decrypts the rest with the right ones.
+    func testPDUsTheSnifferDecryptedCountToo() {
+        let key = [LinkLayerKey(ltk: Secret(Self.ltk, label: "LTK"))]
+        XCTAssertEqual(l2capSDUs(session(.nordic, snifferDecrypted: [0, 1, 2]), keys: key), expected)
+        XCTAssertEqual(l2capSDUs(session(.nordic, snifferDecrypted: [0, 5]), keys: key), expected)
     }
 
     /// Ubertooth records say neither the direction nor whether a packet is encrypted: the decoder
