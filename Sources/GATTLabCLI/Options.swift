@@ -178,6 +178,8 @@ struct LinkKeyOptions: ParsableArguments {
         for text in ltk where LinkLayerKey.parseLTK(Substring(text)) == nil {
             throw ValidationError("--ltk takes 32 hex digits (a 16-byte key, most significant octet first)")
         }
+        // A bad key file is a usage error of the command it was given to, found before any work.
+        if ltkFile != nil { _ = try keys() }
     }
 
     /// The keys of --ltk and --ltk-file; a file that cannot be read or has a bad line is a usage error.
