@@ -31,7 +31,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         // Runtime for the generated nRF7 and ESP-IDF provisioning messages (code generated once, committed).
         .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0"),
-        // X25519, SHA-256 and AES-CTR for ESP-IDF security 1 sessions.
+        // X25519, SHA-256 and AES-CTR for ESP-IDF security 1 sessions; AES for LE link-layer encryption.
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
     ],
     targets: [
@@ -44,8 +44,12 @@ let package = Package(
         // Names for the Bluetooth SIG's assigned numbers (generated from its YAML by
         // Scripts/assigned-numbers.py, committed) and for common vendor services. No dependencies.
         .target(name: "AssignedNumbers", swiftSettings: strict),
-        // HCI commands/events, ACL reassembly, L2CAP, SMP, the LE link layer of sniffers.
-        .target(name: "HCI", dependencies: ["Capture", "AssignedNumbers"], swiftSettings: strict),
+        // HCI commands/events, ACL reassembly, L2CAP, SMP, the LE link layer of sniffers (AES-CCM
+        // to decrypt sniffed links with a known LTK).
+        .target(
+            name: "HCI",
+            dependencies: ["Capture", "AssignedNumbers", .product(name: "Crypto", package: "swift-crypto"), .product(name: "_CryptoExtras", package: "swift-crypto")],
+            swiftSettings: strict),
         // Every ATT PDU, encode and decode. Depends on nothing, so the emulator and fuzzer can use it alone.
         .target(name: "ATT", swiftSettings: strict),
         // Attribute tables from discovery, long operations, MTU, subscriptions: the session model.
@@ -106,7 +110,7 @@ let package = Package(
         .testTarget(name: "RedactTests", dependencies: ["Redact", "Analysis", "Emulator", "Profiles", "GATT", "ATT", "HCI", "Capture", "TestSupport"]),
         .testTarget(name: "ReplayTests", dependencies: ["Replay", "Emulator", "Transport", "Profiles", "GATT", "ATT", "Capture", "TestSupport"]),
         .testTarget(name: "FuzzTests", dependencies: ["Fuzz", "Emulator", "Profiles", "ATT", "Capture", "TestSupport"]),
-        .testTarget(name: "GATTLabCLITests", dependencies: ["GATTLabCLI", "GATT", "Capture", "Emulator", "Fuzz", "TestSupport"], exclude: ["Fixtures"]),
+        .testTarget(name: "GATTLabCLITests", dependencies: ["GATTLabCLI", "GATT", "HCI", "Capture", "Emulator", "Fuzz", "TestSupport"], exclude: ["Fixtures"]),
     ] + libFuzzerTargets.map {
         .executableTarget(name: "Fuzz\($0.folder)", dependencies: ["Fuzz"], path: "Sources/FuzzTargets/\($0.folder)", swiftSettings: strict)
     },

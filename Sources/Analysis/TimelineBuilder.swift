@@ -26,6 +26,8 @@ public final class TimelineBuilder {
     /// Per connection: the last plain write (frame, handle, value length, MTU) and subscriptions.
     private(set) var lastWrite: [Int: (frame: Int, handle: UInt16, length: Int, mtu: Int)] = [:]
     var subscribed: [Int: Set<BluetoothUUID>] = [:]
+    /// Connections whose undecrypted traffic has its timeline line already (decode lists each PDU).
+    private var encryptedTold: Set<Int> = []
     /// Writes of a value longer than MTU-3 done as a plain Write Request or Command.
     var truncatedWrites: [(connection: Int, frame: Int, time: Int64, characteristic: String, length: Int, mtu: Int)] = []
     /// The peer of the last LE Create Connection, unless it went through the accept list.
@@ -262,6 +264,28 @@ public final class TimelineBuilder {
             default:
                 timeline.connections[c].paired = true
             }
+        case .encrypted(let key, _, let pdu):
+            let c = connection(key, time: t, frame: f)
+            touch(c, time: t, frame: f)
+            // The link's story: undecryptable from here on, or the key was wrong. Single PDUs
+            // that failed (damaged on air) are decode's to list.
+            switch pdu.reason {
+            case .keyLikelyWrong:
+                add(TimelineEvent(time: t, device: timeline.connections[c].device, connection: c, lane: .link, kind: "link.ltk-wrong",
+                                  summary: pdu.reasonText, fields: [Field("reason", .string(pdu.reasonName))], frames: [f]))
+            case .noKey, .noKeyExchange:
+                guard encryptedTold.insert(c).inserted else { break }
+                add(TimelineEvent(time: t, device: timeline.connections[c].device, connection: c, lane: .link, kind: "link.encrypted-traffic",
+                                  summary: "encrypted traffic: \(pdu.reasonText)",
+                                  fields: [Field("reason", .string(pdu.reasonName))], frames: [f]))
+            case .micFailed, .keyRejected, .damaged:
+                break
+            }
+        case .decrypting(let key):
+            let c = connection(key, time: t, frame: f)
+            touch(c, time: t, frame: f)
+            add(TimelineEvent(time: t, device: timeline.connections[c].device, connection: c, lane: .link, kind: "link.decrypted",
+                              summary: "LTK verified: the encrypted link is decrypted", fields: [], frames: [f]))
         case .connectionUpdate(let key, let interval, let latency, let timeout):
             let c = connection(key, time: t, frame: f)
             add(TimelineEvent(time: t, device: timeline.connections[c].device, connection: c, lane: .link, kind: "link.parameters",

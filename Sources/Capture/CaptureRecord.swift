@@ -36,8 +36,15 @@ public struct LinkLayerInfo: Sendable, Hashable {
     /// The sniffer saw the packet encrypted; `micOK` true means it also decrypted it.
     public var encrypted: Bool = false
     public var micOK: Bool?
+    /// Whether the sniffer says if a packet is encrypted (nRF Sniffer always does; DLT 256 when
+    /// its decrypted or MIC-checked flag is set). When it does not, the link layer decoder
+    /// follows the encryption procedure itself.
+    public var encryptionReported = false
     /// Whether the last 3 bytes of the record are the CRC.
     public var hasCRC: Bool = true
+    /// Sent on the LE Coded PHY: a Coding Indicator byte follows the access address (nRF
+    /// Sniffer says so in its flags).
+    public var coded = false
     /// The PDU type field of DLT 256's flags, when present.
     public var pduType: UInt8?
     /// Set when the sniffer's own header is inconsistent: the packet is not decoded.

@@ -9,7 +9,8 @@ enum SnifferHeaders {
     /// - v2, v3: board [0], payload length u16 LE [1..2], version [3] (header 7 bytes).
     /// Then from byte 7 (8 for v0): event header length, flags, channel, RSSI (negated dBm),
     /// event counter u16, delta or timestamp u32. Flags: bit 0 CRC ok, bit 1 central to
-    /// peripheral, bit 2 encrypted, bit 3 MIC ok. A header whose lengths disagree with the
+    /// peripheral, bit 2 encrypted, bit 3 MIC ok, bits 4-6 PHY (2: Coded, whose packets have a
+    /// Coding Indicator byte after the access address). A header whose lengths disagree with the
     /// record is reported, and its packet is not decoded (as Wireshark does).
     static func decodeNordicBLE(_ record: inout CaptureRecord) {
         let d = record.data
@@ -52,6 +53,9 @@ enum SnifferHeaders {
         }
         info.encrypted = flags & 0x04 != 0
         info.micOK = info.encrypted ? flags & 0x08 != 0 : nil
+        info.encryptionReported = true
+        // Flags bits 4-6: the PHY (0 1M, 1 2M, 2 Coded).
+        info.coded = (flags >> 4) & 0x07 == 2
         record.linkLayer = info
         record.data = d.dropping(17)
     }
@@ -69,8 +73,8 @@ enum SnifferHeaders {
         let pduType = UInt8((flags >> 7) & 0x7)
         info.pduType = pduType
         info.direction = pduType == 2 ? .centralToPeripheral : pduType == 3 ? .peripheralToCentral : .unknown
-        if flags & 0x1000 != 0 { info.encrypted = true; info.micOK = flags & 0x2000 != 0 }
-        if flags & 0x0008 != 0 { info.encrypted = true; info.micOK = true }
+        if flags & 0x1000 != 0 { info.encrypted = true; info.micOK = flags & 0x2000 != 0; info.encryptionReported = true }
+        if flags & 0x0008 != 0 { info.encrypted = true; info.micOK = true; info.encryptionReported = true }
         record.kind = .linkLayer
         record.linkLayer = info
         record.data = d.dropping(10)

@@ -27,12 +27,19 @@ struct DecodeCommand: ParsableCommand {
               gattlab decode --uuid OTA_STATUS --absolute-time phone.btsnoop
               gattlab decode --format json capture.pcapng | jq 'select(.type=="att")'
               gattlab decode --profile speaker --handle 0x0014 late-start.log
+              gattlab decode --ltk 7f62c053f104a5bbe68b1d896a2ed49c sniffed.pcap
+
+            Sniffed links (nRF Sniffer, Ubertooth) that are encrypted show a line per PDU that \
+            stays encrypted and why; --ltk or --ltk-file decrypts them (AES-CCM with the session \
+            key of LL_ENC_REQ/LL_ENC_RSP), and what they carry is decoded like any other traffic.
             """ + "\n\n" + ExitStatus.help([.success, .usage, .badInput, .noInput, .noMatch]))
 
     @Option(name: .long, help: "Output format: text for people, json for machines (JSON Lines).")
     var format: OutputFormatOption = .text
 
     @OptionGroup var options: DecodeOptions
+
+    @OptionGroup var linkKeys: LinkKeyOptions
 
     @Option(name: .long, help: ArgumentHelp("Only this connection: a handle (0x40), hci1/0x40, or aa:ACCESS_ADDRESS.", valueName: "id"))
     var connection: [ConnectionFilter] = []
@@ -58,6 +65,7 @@ struct DecodeCommand: ParsableCommand {
         var status = ExitStatus.success
         var written = 0
         let files = try CaptureFiles.expand(self.files)
+        let keys = try linkKeys.keys()
         for file in files {
             let renderer = EventRenderer(out: out, json: format == .json, style: style,
                                          reveal: options.revealSecrets, absoluteTime: absoluteTime,
@@ -67,6 +75,7 @@ struct DecodeCommand: ParsableCommand {
             renderer.uuidFilter = uuid
             renderer.attOnly = attOnly
             let decoder = try options.makeDecoder()
+            decoder.link.linkLayerKeys = keys
             let profiles = ProfileDecoder(configuration: options.profileConfiguration())
             var decoded = 0
             var progress = Progress(path: file)

@@ -288,6 +288,11 @@ final class EventRenderer {
         case .llControl(let key, let direction, let opcode):
             return (key, "link", ("ll-control", LinkEvent.llControlName(opcode), direction.arrow),
                     [("direction", direction.description), ("llOpcode", Int(opcode)), ("name", LinkEvent.llControlName(opcode))])
+        case .encrypted(let key, let direction, let pdu):
+            return (key, "link", ("encrypted", pdu.summary, direction.arrow),
+                    [("direction", direction.description), ("llid", Int(pdu.llid)), ("length", pdu.length), ("reason", pdu.reasonName)])
+        case .decrypting(let key):
+            return (key, "link", ("decrypting", "LTK verified (MIC): decrypting the link", " "), [])
         case .malformed(let key, let layer, let reason):
             return (key, "malformed", ("malformed", "[malformed \(layer.rawValue)] \(reason)", " "), [("layer", layer.rawValue), ("reason", reason)])
         case .text(let t):

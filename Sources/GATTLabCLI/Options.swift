@@ -1,6 +1,7 @@
 import ArgumentParser
 import ATT
 import Capture
+import Foundation
 import GATT
 import HCI
 import Profiles
@@ -157,4 +158,48 @@ func parseInteger(_ s: Substring, max: UInt64) -> UInt64? {
     let v = s.hasPrefix("0x") ? UInt64(s.dropFirst(2), radix: 16) : UInt64(s)
     guard let v, v <= max else { return nil }
     return v
+}
+
+/// `--ltk` and `--ltk-file`: long-term keys to decrypt sniffed encrypted links with (decode, timeline).
+/// Keys are secrets: messages never repeat them.
+struct LinkKeyOptions: ParsableArguments {
+    @Option(name: .customLong("ltk"), help: ArgumentHelp(
+        "Decrypt sniffed encrypted links with this long-term key: 32 hex digits, most significant octet first (repeatable; a secret: never printed).",
+        discussion: "The key that verifies (by MIC) on a link is used for it; the byte-reversed form, as HCI logs and key stores keep it, is tried too.",
+        valueName: "hex"))
+    var ltk: [String] = []
+
+    @Option(name: .customLong("ltk-file"), help: ArgumentHelp(
+        "Long-term keys for sniffed links, one per line: LTK, or ADDRESS LTK for the links of one device; # starts a comment.",
+        valueName: "file"))
+    var ltkFile: String?
+
+    func validate() throws {
+        for text in ltk where LinkLayerKey.parseLTK(Substring(text)) == nil {
+            throw ValidationError("--ltk takes 32 hex digits (a 16-byte key, most significant octet first)")
+        }
+        // A bad key file is a usage error of the command it was given to, found before any work.
+        if ltkFile != nil { _ = try keys() }
+    }
+
+    /// The keys of --ltk and --ltk-file; a file that cannot be read or has a bad line is a usage error.
+    func keys() throws -> [LinkLayerKey] {
+        var keys = ltk.compactMap { LinkLayerKey.parseLTK(Substring($0)).map { LinkLayerKey(ltk: $0) } }
+        guard let ltkFile else { return keys }
+        let text: String
+        do {
+            text = try String(contentsOfFile: ltkFile, encoding: .utf8)
+        } catch {
+            throw ValidationError("--ltk-file: cannot read \(ltkFile)")
+        }
+        for (n, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            switch LinkLayerKey.parse(line: line) {
+            case .success(let key?): keys.append(key)
+            case .success(nil): continue
+            case .failure(let problem): throw ValidationError("--ltk-file \(ltkFile) line \(n + 1): \(problem)")
+            }
+        }
+        if keys.isEmpty { throw ValidationError("--ltk-file \(ltkFile) holds no key") }
+        return keys
+    }
 }

@@ -79,6 +79,8 @@ struct TimelineCommand: ParsableCommand {
 
     @OptionGroup var options: DecodeOptions
 
+    @OptionGroup var linkKeys: LinkKeyOptions
+
     @Argument(help: ArgumentHelp("Capture files or folders of captures.", valueName: "file"))
     var files: [String]
 
@@ -96,7 +98,12 @@ struct TimelineCommand: ParsableCommand {
         if (format == .html || format == .perfetto), output == nil, isatty(1) == 1 {
             throw ValidationError("--format \(format.rawValue) writes a file: give -o FILE (or redirect standard output)")
         }
-        let decoderFactory = { try options.makeDecoder() }
+        let keys = try linkKeys.keys()
+        let decoderFactory = {
+            let decoder = try options.makeDecoder()
+            decoder.link.linkLayerKeys = keys
+            return decoder
+        }
         _ = try decoderFactory()  // a bad --gatt-table is a usage error before any work
         let configuration = options.profileConfiguration()
         let results = TimelineAnalysis.run(paths: paths, jobs: jobs ?? ProcessInfo.processInfo.activeProcessorCount,

@@ -48,10 +48,19 @@ public final class LinkDecoder {
     private var completed = UnsafeMutableRawPointer.allocate(byteCount: 65_540, alignment: 16)
     /// Link-layer state for sniffer captures (see LinkLayerDecoder.swift).
     var linkLayer = LinkLayerState()
+    /// Long-term keys to decrypt sniffed encrypted links with (secrets: never printed).
+    public var linkLayerKeys: [LinkLayerKey]
+    /// The plaintext of the last decrypted link-layer PDU: `payload` may point into it.
+    let decrypted = UnsafeMutableRawBufferPointer.allocate(byteCount: 256, alignment: 16)
 
-    public init() {}
+    public init(linkLayerKeys: [LinkLayerKey] = []) {
+        self.linkLayerKeys = linkLayerKeys
+    }
 
-    deinit { completed.deallocate() }
+    deinit {
+        completed.deallocate()
+        decrypted.deallocate()
+    }
 
     /// Decodes one record; read `events` (and `payload` for `.l2cap`) afterwards.
     public func consume(_ record: CaptureRecord) {
@@ -125,7 +134,10 @@ public final class LinkDecoder {
         dropPending(controller: key.controller, id: key.id)
         attChannels[key] = nil
         attChannelRequests[key] = nil
-        if key.isLinkLayer { linkLayer.sequence[key.id] = nil }
+        if key.isLinkLayer {
+            linkLayer.sequence[key.id] = nil
+            linkLayer.encryption[key.id] = nil
+        }
         return connections.removeValue(forKey: key)
     }
 

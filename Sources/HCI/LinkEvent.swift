@@ -78,8 +78,74 @@ public enum LinkEvent: Sendable {
     case signalling(ConnectionKey, PacketDirection, code: UInt8, identifier: UInt8)
     /// A link-layer control PDU of a sniffed connection.
     case llControl(ConnectionKey, PacketDirection, opcode: UInt8)
+    /// A data PDU of a sniffed link that stays encrypted: nothing above the link layer is read.
+    case encrypted(ConnectionKey, PacketDirection, EncryptedPDU)
+    /// An LTK given for decryption verified (its MIC checked) on a sniffed link: what follows
+    /// on it is decrypted.
+    case decrypting(ConnectionKey)
     case malformed(ConnectionKey?, Layer, reason: String)
     case text(String)
+}
+
+/// What is known of a link-layer PDU left encrypted, and why it was left so.
+public struct EncryptedPDU: Sendable, Hashable {
+    public enum Reason: Sendable, Hashable {
+        /// No LTK was given for this link.
+        case noKey
+        /// The LL_ENC_REQ / LL_ENC_RSP exchange is not in the capture: no session key.
+        case noKeyExchange
+        /// The MIC failed under every packet counter near the expected one.
+        case micFailed
+        /// The MIC has now failed on this many PDUs in a row with none verified: the LTK is
+        /// taken to be wrong for this link (reported once; later PDUs say `keyRejected`).
+        case keyLikelyWrong(failures: Int)
+        /// The LTK was rejected earlier on this link.
+        case keyRejected
+        /// Too short to hold a MIC, or cut by the capture's snapshot length: damaged on air or
+        /// in the file, it says nothing about the key.
+        case damaged
+    }
+
+    /// LLID of the header (1 continuation or empty, 2 start, 3 control).
+    public var llid: UInt8
+    /// Payload bytes, MIC included.
+    public var length: Int
+    public var reason: Reason
+
+    public init(llid: UInt8, length: Int, reason: Reason) {
+        self.llid = llid
+        self.length = length
+        self.reason = reason
+    }
+
+    /// One line for people: "encrypted LL data (27 bytes): no LTK given (--ltk)".
+    public var summary: String {
+        let what = llid == 3 ? "LL control" : "LL data"
+        return "encrypted \(what) (\(length) bytes): \(reasonText)"
+    }
+
+    public var reasonText: String {
+        switch reason {
+        case .noKey: "not decrypted, no LTK for this link (--ltk)"
+        case .noKeyExchange: "not decrypted, LL_ENC_REQ/LL_ENC_RSP not in the capture (no session key)"
+        case .micFailed: "MIC check failed, not decrypted"
+        case .keyLikelyWrong(let n): "MIC failed on \(n) PDUs in a row: the LTK is likely wrong for this link"
+        case .keyRejected: "not decrypted, the LTK was rejected on this link"
+        case .damaged: "not decrypted, too short for its MIC (damaged or cut)"
+        }
+    }
+
+    /// A short machine name of the reason, for JSON.
+    public var reasonName: String {
+        switch reason {
+        case .noKey: "no-key"
+        case .noKeyExchange: "no-key-exchange"
+        case .micFailed: "mic-failed"
+        case .keyLikelyWrong: "key-likely-wrong"
+        case .keyRejected: "key-rejected"
+        case .damaged: "damaged"
+        }
+    }
 }
 
 extension LinkEvent {

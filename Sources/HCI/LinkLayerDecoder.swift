@@ -12,11 +12,44 @@ struct LinkLayerState {
     }
 
     var sequence: [UInt32: Sequence] = [:]
+
+    /// The encryption of a sniffed link: the diversifiers of LL_ENC_REQ/LL_ENC_RSP, the session
+    /// once a key verifies, and the packet counters (index 0 central to peripheral, 1 back).
+    struct Encryption {
+        var skdm: [UInt8]?
+        var ivm: [UInt8]?
+        var skds: [UInt8]?
+        var ivs: [UInt8]?
+        /// Sessions to try (each candidate LTK in both byte orders) until one's MIC verifies.
+        var candidates: [LinkLayerCipher] = []
+        var cipher: LinkLayerCipher?
+        /// LL_START_ENC_REQ seen: non-empty PDUs are encrypted (when the sniffer does not say).
+        var active = false
+        /// The capture holds plaintext after the encryption start (a decrypted copy).
+        var plaintext = false
+        /// LL_PAUSE_ENC_REQ seen: the plaintext control PDUs of a restart may follow.
+        var pausing = false
+        var next: [UInt64] = [0, 0]
+        var last: [UInt64?] = [nil, nil]
+        /// MIC failures in a row, and whether any PDU verified.
+        var failures = 0
+        var verified = false
+        var rejected = false
+        var keyExchange: Bool { skdm != nil && ivm != nil && skds != nil && ivs != nil }
+    }
+
+    var encryption: [UInt32: Encryption] = [:]
+
+    /// MIC failures in a row, with none verified, after which a key is taken to be wrong.
+    static let failuresBeforeRejecting = 5
+    /// How many PDUs a sniffer may have missed in one direction: counters tried beyond the expected one.
+    static let counterWindow: UInt64 = 16
 }
 
 /// The LE link layer as sniffers see it: advertising PDUs (CONNECT_IND opens a connection keyed
 /// by its access address), data PDUs (LLID 2 starts an L2CAP PDU, LLID 1 continues it, LLID 3 is
-/// link-layer control) and encryption: a PDU the sniffer could not decrypt is counted, not decoded.
+/// link-layer control) and encryption: a PDU neither the sniffer nor a given LTK decrypts is
+/// reported as `.encrypted`, never decoded (see LinkLayerEncryption.swift for the cipher).
 extension LinkDecoder {
     func consumeLinkLayer(_ record: CaptureRecord) {
         let ll = record.linkLayer ?? LinkLayerInfo()
@@ -25,43 +58,51 @@ extension LinkDecoder {
             return
         }
         let crcBytes = ll.hasCRC ? 3 : 0
+        // On the LE Coded PHY the Coding Indicator sits between the access address and the header.
+        let h = ll.coded ? 5 : 4
         let d = record.data
-        guard d.count >= 6 + crcBytes else {
+        guard d.count >= h + 2 + crcBytes else {
             events.append(.malformed(nil, .linkLayer, reason: "link-layer packet of \(d.count) bytes is shorter than access address, header and CRC"))
             return
         }
         let accessAddress = d.u32le(0)
-        let headerByte = d[4]
-        var length = Int(d[5])
+        let headerByte = d[h]
+        var length = Int(d[h + 1])
         if accessAddress == LinkLayerState.advertisingAccessAddress {
-            consumeAdvertising(record, pduType: headerByte & 0x0F, body: d.slice(6, min(length, d.count - 6 - crcBytes)))
+            consumeAdvertising(record, pduType: headerByte & 0x0F, body: d.slice(h + 2, min(length, d.count - h - 2 - crcBytes)))
             return
         }
         let llid = headerByte & 0x03
         let hasCTEInfo = headerByte & 0x20 != 0
-        let start = 6 + (hasCTEInfo ? 1 : 0)
+        let start = h + 2 + (hasCTEInfo ? 1 : 0)
         let available = max(0, d.count - start - crcBytes)
         // Wireshark counts the CTEInfo byte inside Length; so do we, to read the same payload.
         if hasCTEInfo { length = max(0, length - 1) }
         let key = ConnectionKey(accessAddress: accessAddress)
         touch(key, record)
-        if ll.encrypted && ll.micOK != true {
-            // Encrypted and not decrypted by the sniffer: nothing above the link layer can be read.
-            return
-        }
+        var short = false
         if length > available {
             if !record.isCut {
                 events.append(.malformed(key, .linkLayer, reason: "LL length \(length) exceeds the \(available) bytes present"))
             }
             length = available
+            short = true
         }
-        let payload = d.slice(start, length)
-        let direction: PacketDirection = switch ll.direction {
+        var payload = d.slice(start, length)
+        var direction: PacketDirection = switch ll.direction {
         case .centralToPeripheral: .centralToPeripheral
         case .peripheralToCentral: .peripheralToCentral
         case .unknown: .unknown
         }
         let retransmission = isRetransmission(accessAddress, headerByte: headerByte, direction: direction)
+        if length > 0 {
+            // Empty PDUs are never encrypted; others may be, and are decrypted or reported here.
+            guard let plain = readable(key, headerByte: headerByte, payload: payload, direction: direction,
+                                       retransmission: retransmission, short: short, ll: ll, record: record) else { return }
+            payload = plain.payload
+            direction = plain.direction
+            length = payload.count
+        }
         let fragmentKey = FragmentKey(controller: key.controller, id: key.id, direction: direction.rawValue)
         switch llid {
         case 0x2:
@@ -112,6 +153,156 @@ extension LinkDecoder {
         }
     }
 
+    /// The readable form of a non-empty data PDU: itself when it is not encrypted, its
+    /// plaintext when a key decrypts it (with its direction, which the MIC settles when the
+    /// sniffer does not say), or nil after reporting why it stays encrypted.
+    private func readable(_ key: ConnectionKey, headerByte: UInt8, payload: UnsafeRawBufferPointer, direction: PacketDirection,
+                          retransmission: Bool, short: Bool, ll: LinkLayerInfo, record: CaptureRecord) -> (payload: UnsafeRawBufferPointer, direction: PacketDirection)? {
+        let plain = (payload: payload, direction: direction)
+        let llid = headerByte & 0x03
+        let state = linkLayer.encryption[key.id]
+        if ll.encryptionReported {
+            // The sniffer says: plaintext, or decrypted by the sniffer itself (MIC already removed).
+            if ll.encrypted, ll.micOK == true, !retransmission, var s = state, s.cipher != nil || !s.candidates.isEmpty,
+               direction == .centralToPeripheral || direction == .peripheralToCentral {
+                // It used up a packet counter all the same: the next one the sniffer cannot
+                // decrypt (and a key here can) needs the right count.
+                let i = direction == .centralToPeripheral ? 0 : 1
+                s.last[i] = s.next[i]
+                s.next[i] += 1
+                linkLayer.encryption[key.id] = s
+            }
+            guard ll.encrypted, ll.micOK != true else { return plain }
+        } else {
+            guard var s = state, s.active, !s.plaintext else { return plain }
+            if !s.verified, s.failures == 0, llid == 3, payload.count == 1, payload[0] == 0x06 {
+                // A plaintext LL_START_ENC_RSP (encrypted, it would carry a MIC): a decrypted copy.
+                s.plaintext = true
+                linkLayer.encryption[key.id] = s
+                return plain
+            }
+            if s.pausing, llid == 3, let opcode = payload.first,
+               (opcode == 0x0B && payload.count == 1) || (opcode == 0x03 && payload.count == 23) {
+                // The restart after LL_PAUSE_ENC: these control PDUs travel unencrypted.
+                s.active = false
+                linkLayer.encryption[key.id] = s
+                return plain
+            }
+        }
+        func report(_ reason: EncryptedPDU.Reason) -> (payload: UnsafeRawBufferPointer, direction: PacketDirection)? {
+            events.append(.encrypted(key, direction, EncryptedPDU(llid: llid, length: payload.count, reason: reason)))
+            return nil
+        }
+        if linkLayerKeys.isEmpty { return report(.noKey) }
+        if short && !record.isCut {
+            // Its length is already reported as malformed: damaged, nothing to decrypt.
+            return nil
+        }
+        if short || payload.count <= LinkLayerCipher.micSize { return report(.damaged) }
+        guard var s = state, s.keyExchange else { return report(.noKeyExchange) }
+        if s.rejected { return report(.keyRejected) }
+        let ciphers = s.cipher.map { [$0] } ?? s.candidates
+        if ciphers.isEmpty { return report(.noKey) }
+        let directions: [Bool] = switch direction {
+        case .centralToPeripheral: [true]
+        case .peripheralToCentral: [false]
+        default: [true, false]
+        }
+        // Counters in the order worth trying: the next one (or, for a retransmission, the last
+        // one first), then the last one, then those a sniffer that missed PDUs would need.
+        var attempts: [(c2p: Bool, counter: UInt64)] = []
+        for c2p in directions {
+            let i = c2p ? 0 : 1
+            var order: [UInt64] = [s.next[i]]
+            if let last = s.last[i] { if retransmission { order.insert(last, at: 0) } else { order.append(last) } }
+            order += (1...LinkLayerState.counterWindow).map { s.next[i] + $0 }
+            attempts += order.map { (c2p, $0) }
+        }
+        if directions.count == 2 {
+            // Unknown direction: the most likely counters of both directions first.
+            attempts.sort { a, b in
+                let ra = a.counter >= s.next[a.c2p ? 0 : 1] ? a.counter - s.next[a.c2p ? 0 : 1] : 0
+                let rb = b.counter >= s.next[b.c2p ? 0 : 1] ? b.counter - s.next[b.c2p ? 0 : 1] : 0
+                return ra < rb
+            }
+        }
+        for attempt in attempts {
+            for cipher in ciphers {
+                guard let n = cipher.decrypt(payload, header: headerByte, counter: attempt.counter, centralToPeripheral: attempt.c2p,
+                                             into: decrypted) else { continue }
+                let i = attempt.c2p ? 0 : 1
+                s.cipher = cipher
+                s.candidates = []
+                s.next[i] = max(s.next[i], attempt.counter + 1)
+                s.last[i] = attempt.counter
+                s.failures = 0
+                if !s.verified {
+                    s.verified = true
+                    events.append(.decrypting(key))
+                }
+                linkLayer.encryption[key.id] = s
+                return (UnsafeRawBufferPointer(rebasing: decrypted[0..<n]), attempt.c2p ? .centralToPeripheral : .peripheralToCentral)
+            }
+        }
+        // A packet with a bad CRC was damaged on air: its MIC says nothing about the key.
+        if ll.crcOK != false { s.failures += 1 }
+        if !s.verified, s.failures >= LinkLayerState.failuresBeforeRejecting {
+            s.rejected = true
+            s.candidates = []
+            linkLayer.encryption[key.id] = s
+            return report(.keyLikelyWrong(failures: s.failures))
+        }
+        linkLayer.encryption[key.id] = s
+        return report(.micFailed)
+    }
+
+    /// LL_ENC_REQ, LL_ENC_RSP, LL_START_ENC_REQ and LL_PAUSE_ENC_REQ: what decryption needs to know.
+    private func followEncryption(_ key: ConnectionKey, opcode: UInt8, _ p: UnsafeRawBufferPointer) {
+        switch opcode {
+        case 0x03 where p.count >= 23:  // LL_ENC_REQ: Rand, EDIV, SKDm, IVm
+            let skdm = Array(p[11..<19]), ivm = Array(p[19..<23])
+            if let s = linkLayer.encryption[key.id], s.skdm == skdm, s.ivm == ivm, !s.active { return }  // retransmitted
+            var s = LinkLayerState.Encryption()
+            s.skdm = skdm
+            s.ivm = ivm
+            linkLayer.encryption[key.id] = s
+        case 0x04 where p.count >= 13:  // LL_ENC_RSP: SKDs, IVs
+            guard var s = linkLayer.encryption[key.id], let skdm = s.skdm, let ivm = s.ivm else {
+                return
+            }
+            let skds = Array(p[1..<9]), ivs = Array(p[9..<13])
+            s.skds = skds
+            s.ivs = ivs
+            let info = connections[key]
+            let addresses = [info?.centralAddress, info?.peripheralAddress].compactMap { $0 }
+            s.candidates = []
+            for k in linkLayerKeys where k.address.map({ addresses.isEmpty || addresses.contains($0) }) ?? true {
+                let ltk = k.ltk.unsafeBytes
+                // As written (most significant octet first), then as HCI and key stores keep it.
+                for bytes in [ltk, Array(ltk.reversed())] {
+                    if let cipher = LinkLayerCipher(ltk: bytes, skdm: skdm, ivm: ivm, skds: skds, ivs: ivs) { s.candidates.append(cipher) }
+                }
+            }
+            linkLayer.encryption[key.id] = s
+        case 0x05:  // LL_START_ENC_REQ: from the next PDU on, both directions are encrypted
+            guard var s = linkLayer.encryption[key.id] else {
+                var s = LinkLayerState.Encryption()
+                s.active = true
+                linkLayer.encryption[key.id] = s
+                return
+            }
+            s.active = true
+            s.pausing = false
+            s.next = [0, 0]
+            s.last = [nil, nil]
+            linkLayer.encryption[key.id] = s
+        case 0x0A:  // LL_PAUSE_ENC_REQ
+            linkLayer.encryption[key.id]?.pausing = true
+        default:
+            break
+        }
+    }
+
     private func consumeAdvertising(_ record: CaptureRecord, pduType: UInt8, body: UnsafeRawBufferPointer) {
         // CONNECT_IND (and AUX_CONNECT_REQ): InitA, AdvA, then LLData with the new access address:
         // exactly 34 bytes. One that arrived with a bad CRC was not acted on by the advertiser
@@ -139,6 +330,7 @@ extension LinkDecoder {
             return
         }
         events.append(.llControl(key, direction, opcode: opcode))
+        followEncryption(key, opcode: opcode, p)
         switch opcode {
         case 0x00 where p.count >= 12:  // LL_CONNECTION_UPDATE_IND: WinSize, WinOffset, Interval, Latency, Timeout, Instant
             connections[key]?.interval = p.u16le(4)

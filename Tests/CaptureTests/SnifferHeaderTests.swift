@@ -39,7 +39,21 @@ final class SnifferHeaderTests: XCTestCase {
         var i = LinkLayerInfo()
         i.channel = channel; i.rssi = rssi; i.direction = direction; i.crcOK = crcOK
         i.encrypted = encrypted; i.micOK = micOK; i.pduType = pduType
+        // nRF Sniffer (no PDU type) always says whether a packet is encrypted; DLT 256 only with its flags.
+        i.encryptionReported = pduType == nil || encrypted
         return i
+    }
+
+    /// Flags bits 4-6 give the PHY; on Coded (2) a Coding Indicator byte follows the access address.
+    func testNordicCodedPHY() throws {
+        let dir = TempDir()
+        let frames = [nordic(version: 3, flags: 0x23, channel: 12, rssi: 60, ll: llPacket),   // Coded, CRC ok, C->P
+                      nordic(version: 3, flags: 0x13, channel: 12, rssi: 60, ll: llPacket),   // 2M
+                      nordic(version: 2, flags: 0x03, channel: 12, rssi: 60, ll: llPacket)]   // 1M
+        let r = readAll(dir.write("nrf-coded.pcap", pcap(dlt: 272, frames)))
+        XCTAssertNil(r.error)
+        XCTAssertEqual(r.records.map { $0.linkLayer?.coded }, [true, false, false])
+        XCTAssertEqual(r.records.map(\.data), [llPacket, llPacket, llPacket])
     }
 
     func testNordicV2AndV3() throws {

@@ -35,6 +35,7 @@ final class LinkLayerTests: XCTestCase {
         i.crcOK = true
         i.encrypted = encrypted
         i.micOK = micOK
+        i.encryptionReported = encrypted  // as the nRF Sniffer says it
         return i
     }
 
@@ -170,21 +171,30 @@ final class LinkLayerTests: XCTestCase {
         XCTAssertEqual(d.connections[llKey]?.supervisionTimeout, 0x190)
     }
 
-    func testEncryptedPacketsWithoutMICOKAreNotDecoded() {
+    func testEncryptedPacketsWithoutMICOKAreReportedNotDecoded() {
         let d = connected()
+        func onlyEncrypted(_ out: Decoded, llid: UInt8, length: Int, file: StaticString = #filePath, line: UInt = #line) {
+            guard out.events.count == 1, case .encrypted(let key, let direction, let pdu) = out.events[0] else {
+                return XCTFail(out.summary, file: file, line: line)
+            }
+            XCTAssertEqual(key, llKey, file: file, line: line)
+            XCTAssertEqual(direction, .centralToPeripheral, file: file, line: line)
+            XCTAssertEqual(pdu, EncryptedPDU(llid: llid, length: length, reason: .noKey), file: file, line: line)
+            XCTAssertTrue(out.payload.isEmpty, file: file, line: line)
+        }
         let mtu = pdu(llid: 2, sn: 0, l2cap(cid: 4, [0x02, 0xF7, 0x00]))
         for micOK: Bool? in [false, nil] {
-            let out = feed(d, mtu, .centralToPeripheral, number: 2, encrypted: true, micOK: micOK)
-            XCTAssertTrue(out.events.isEmpty, out.summary)
-            XCTAssertTrue(out.payload.isEmpty)
+            onlyEncrypted(feed(d, mtu, .centralToPeripheral, number: 2, encrypted: true, micOK: micOK), llid: 2, length: 7)
         }
         // Nor is a control PDU, nor a fragment start.
-        XCTAssertTrue(feed(d, pdu(llid: 3, sn: 1, [0x02, 0x13]), .centralToPeripheral, number: 3, encrypted: true, micOK: false).events.isEmpty)
+        onlyEncrypted(feed(d, pdu(llid: 3, sn: 1, [0x02, 0x13]), .centralToPeripheral, number: 3, encrypted: true, micOK: false), llid: 3, length: 2)
         XCTAssertNotNil(d.connections[llKey])
-        XCTAssertTrue(feed(d, pdu(llid: 2, sn: 0, Array(writePDU[0..<10])), .centralToPeripheral, number: 4, encrypted: true, micOK: false).events.isEmpty)
+        onlyEncrypted(feed(d, pdu(llid: 2, sn: 0, Array(writePDU[0..<10])), .centralToPeripheral, number: 4, encrypted: true, micOK: false), llid: 2, length: 10)
         XCTAssertTrue(d.pending.isEmpty)
+        // An empty PDU is never encrypted: nothing to say.
+        XCTAssertTrue(feed(d, pdu(llid: 1, sn: 1, []), .centralToPeripheral, number: 5, encrypted: true, micOK: false).events.isEmpty)
         // Decrypted by the sniffer: decoded.
-        XCTAssertEqual(feed(d, mtu, .centralToPeripheral, number: 5, encrypted: true, micOK: true).payload, [0x02, 0xF7, 0x00])
+        XCTAssertEqual(feed(d, mtu, .centralToPeripheral, number: 6, encrypted: true, micOK: true).payload, [0x02, 0xF7, 0x00])
     }
 
     func testLLLengthLargerThanBytesPresent() {
