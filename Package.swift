@@ -41,8 +41,9 @@ let package = Package(
 
         // Capture files in and out: btsnoop, PacketLogger, pcap/pcapng (libpcap).
         .target(name: "Capture", dependencies: ["CPcap"], swiftSettings: strict),
-        // HCI commands/events, ACL reassembly, L2CAP, SMP, the LE link layer of sniffers.
-        .target(name: "HCI", dependencies: ["Capture"], swiftSettings: strict),
+        // HCI commands/events, ACL reassembly, L2CAP, SMP, the LE link layer of sniffers, advertising
+        // (its AD structures name services with ATT's BluetoothUUID; ATT depends on nothing).
+        .target(name: "HCI", dependencies: ["Capture", "ATT"], swiftSettings: strict),
         // Every ATT PDU, encode and decode. Depends on nothing, so the emulator and fuzzer can use it alone.
         .target(name: "ATT", swiftSettings: strict),
         // Attribute tables from discovery, long operations, MTU, subscriptions: the session model.

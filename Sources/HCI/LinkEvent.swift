@@ -79,6 +79,9 @@ public enum LinkEvent: Sendable {
     /// A link-layer control PDU of a sniffed connection.
     case llControl(ConnectionKey, PacketDirection, opcode: UInt8)
     case malformed(ConnectionKey?, Layer, reason: String)
+    /// One advertising report: from an HCI LE (Directed, Extended) Advertising Report (one event
+    /// per report inside it) or an advertising-channel PDU a sniffer caught.
+    indirect case advertising(AdvertisingReport)
     case text(String)
 }
 
