@@ -141,4 +141,40 @@ final class AdvertisingConformanceTests: XCTestCase {
         }
         print("advertising: \(total.reports) reports in \(total.files) captures agree with tshark")
     }
+
+    /// Timelines of two real captures, checked by hand against tshark:
+    /// - TesiBLE__capture.pcapng: 38 distinct advertisers among the good-CRC reports;
+    ///   D1:5C:F0:EE:02:8F ("Edge 540") sent 2122 of them, nordic_ble.rssi -68 / -50 / -43
+    ///   (min / median / max);
+    /// - AndroidPad__btsnoop_hci.cfa: D0:BA:E4:B9:AC:19 ("ROKI_1082_V02") was heard 15 times at
+    ///   bthci_evt.rssi -104...-81, median -93, before two connections ended 0x3E (never established).
+    func testAdvertisingInTimelinesOfRealCaptures() throws {
+        let folder = try Harness.realCaptures
+        func timeline(_ name: String) throws -> [String: Any] {
+            let r = try Harness.gattlab(["timeline", "--format", "json", folder.appendingPathComponent(name).path], timeout: 300)
+            XCTAssertEqual(r.status, 0, r.stderr)
+            return try XCTUnwrap(JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
+        }
+        func device(_ t: [String: Any], _ address: String) throws -> [String: Any] {
+            let devices = try XCTUnwrap(t["devices"] as? [[String: Any]])
+            return try XCTUnwrap(devices.first { $0["address"] as? String == address }, "\(address) listed")
+        }
+        let tesi = try timeline("TesiBLE__capture.pcapng")
+        let overview = try XCTUnwrap(tesi["advertising"] as? [String: Any])
+        XCTAssertEqual(overview["reports"] as? Int, 12293)
+        XCTAssertEqual(overview["advertisers"] as? Int, 38)
+        XCTAssertEqual((tesi["devices"] as? [Any])?.count, 21, "20 advertise-only devices and the one connected")
+        let edge = try XCTUnwrap(try device(tesi, "D1:5C:F0:EE:02:8F")["advertising"] as? [String: Any])
+        XCTAssertEqual(edge["reports"] as? Int, 2122)
+        XCTAssertEqual(edge["names"] as? [String], ["Edge 540"])
+        let rssi = try XCTUnwrap(edge["rssi"] as? [String: Any])
+        XCTAssertEqual([rssi["min"], rssi["median"], rssi["max"]] as? [Int], [-68, -50, -43])
+        XCTAssertLessThanOrEqual((rssi["series"] as? [Any])?.count ?? 0, 64)
+
+        let pad = try timeline("AndroidPad__btsnoop_hci.cfa")
+        let roki = try device(pad, "D0:BA:E4:B9:AC:19")
+        XCTAssertEqual(((roki["advertising"] as? [String: Any])?["rssi"] as? [String: Any])?["median"] as? Int, -93)
+        let findings = try XCTUnwrap(pad["findings"] as? [[String: Any]])
+        XCTAssertTrue(findings.contains { $0["id"] as? String == "adv.weak-signal" && $0["device"] as? Int == roki["id"] as? Int })
+    }
 }
