@@ -177,4 +177,27 @@ final class AdvertisingConformanceTests: XCTestCase {
         let findings = try XCTUnwrap(pad["findings"] as? [[String: Any]])
         XCTAssertTrue(findings.contains { $0["id"] as? String == "adv.weak-signal" && $0["device"] as? Int == roki["id"] as? Int })
     }
+
+    /// The HTML page of a capture with advertising draws each device's RSSI as an inline SVG,
+    /// without script errors.
+    func testHTMLDrawsTheRSSISeries() throws {
+        let folder = try Harness.realCaptures
+        let chromium = try TimelineOutputTests.chromium
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("gattlab-adv-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let report = dir.appendingPathComponent("report.html")
+        let r = try Harness.gattlab(["timeline", "--format", "html", "-o", report.path,
+                                     folder.appendingPathComponent("AndroidPad__btsnoop_hci.cfa").path], timeout: 120)
+        XCTAssertEqual(r.status, 0, r.stderr)
+        var html = try String(contentsOf: report, encoding: .utf8)
+        html = html.replacingOccurrences(of: "<main", with: "<script>addEventListener('error', e => document.documentElement.setAttribute('data-js-error', e.message))</script><main")
+        try html.write(to: report, atomically: true, encoding: .utf8)
+        let flags = ["--headless=new", "--no-sandbox", "--disable-gpu", "--user-data-dir=\(dir.path)/profile"]
+        let dom = try Harness.run(chromium, flags + ["--dump-dom", report.absoluteString], timeout: 90)
+        XCTAssertEqual(dom.status, 0, dom.stderr)
+        XCTAssertFalse(dom.stdout.contains("data-js-error=\""), "the page's script failed")
+        XCTAssertGreaterThan(dom.stdout.components(separatedBy: "class=\"rssi-spark\"").count - 1, 5, "RSSI sparklines drawn")
+        XCTAssertTrue(dom.stdout.contains("Advertising: "))
+    }
 }
