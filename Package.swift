@@ -45,10 +45,11 @@ let package = Package(
         // Scripts/assigned-numbers.py, committed) and for common vendor services. No dependencies.
         .target(name: "AssignedNumbers", swiftSettings: strict),
         // HCI commands/events, ACL reassembly, L2CAP, SMP, the LE link layer of sniffers (AES-CCM
-        // to decrypt sniffed links with a known LTK).
+        // to decrypt sniffed links with a known LTK), advertising (its AD structures name services
+        // with ATT's BluetoothUUID; ATT depends on nothing).
         .target(
             name: "HCI",
-            dependencies: ["Capture", "AssignedNumbers", .product(name: "Crypto", package: "swift-crypto"), .product(name: "_CryptoExtras", package: "swift-crypto")],
+            dependencies: ["Capture", "ATT", "AssignedNumbers", .product(name: "Crypto", package: "swift-crypto"), .product(name: "_CryptoExtras", package: "swift-crypto")],
             swiftSettings: strict),
         // Every ATT PDU, encode and decode. Depends on nothing, so the emulator and fuzzer can use it alone.
         .target(name: "ATT", swiftSettings: strict),

@@ -20,6 +20,8 @@ public struct Timeline: Sendable {
     public var findings: [Finding] = []
     /// Events not kept because the capture had more than `TimelineBuilder.maxEvents`.
     public var droppedEvents = 0
+    /// The capture's advertising as a whole; nil when it has none.
+    public var advertising: AdvertisingOverview?
 
     public init(source: String, format: String, records: Int) {
         self.source = source
@@ -51,6 +53,8 @@ public struct TimelineDevice: Sendable {
     public var linkCounts = LinkCounts()
     public var start: Int64
     public var end: Int64
+    /// Its advertising, when the capture heard it advertise.
+    public var advertising: DeviceAdvertising?
 }
 
 /// A device's links in numbers, for its headline and the JSON.

@@ -36,6 +36,10 @@ public final class TimelineBuilder {
     /// those left at the end belong to no device.
     private var unattributedAttempts: [TimelineEvent] = []
     static let maxUnattributedAttempts = 1000
+    /// Advertising per address (bounded) and connection attempts, for the advertising diagnoses.
+    var advertising = AdvertisingTracker()
+    var connectAttempts: [AdvertisingDiagnoses.Attempt] = []
+    static let maxConnectAttempts = 1000
 
     /// The OTA state of one device as the status notifications tell it.
     struct OTATrack {
@@ -183,7 +187,20 @@ public final class TimelineBuilder {
 
     private func consumeLink(_ link: LinkEvent, time t: Int64, frame f: Int) {
         switch link {
+        case .advertising(let r):
+            advertising.add(r, time: t, frame: f)
+        case .createConnection(let peer, let peerType):
+            // All zeros: the initiator filter policy is the accept list, so the peer is whichever
+            // listed device answers first; the attempt belongs to the device that connects.
+            connectTarget = peer.isZero ? nil : peer
+            if connectAttempts.count < Self.maxConnectAttempts {
+                connectAttempts.append(.init(peer: peer, peerType: peerType, time: t, frame: f))
+            }
         case .connectionComplete(let info):
+            // A CONNECT_IND a sniffer saw is the attempt itself.
+            if let p = info.peripheralAddress, info.centralAddress != nil, connectAttempts.count < Self.maxConnectAttempts {
+                connectAttempts.append(.init(peer: p, peerType: nil, time: t, frame: f))
+            }
             if let old = liveConnection[info.key] { liveConnection[info.key] = nil; timeline.connections[old].end = t }
             let c = open(info, time: t, frame: f, implicit: false)
             connectTarget = nil
@@ -300,14 +317,8 @@ public final class TimelineBuilder {
             // noise as a link: only ATT opens one there.
             if liveConnection[key] == nil && (key.isLinkLayer || key.id == 0x0EDC) { break }
             touch(connection(key, time: t, frame: f), time: t, frame: f)
-            let c = connection(key, time: t, frame: f)
-            touch(c, time: t, frame: f)
         case .encryptionKeySize(let key, let size):
             if let c = liveConnection[key] { timeline.connections[c].keySize = Int(size) }
-        case .createConnection(let peer, _):
-            // All zeros: the initiator filter policy is the accept list, so the peer is whichever
-            // listed device answers first; the attempt belongs to the device that connects.
-            connectTarget = peer.isZero ? nil : peer
         default:
             break
         }
@@ -460,11 +471,50 @@ public final class TimelineBuilder {
         timeline.phases += Provisioning.phases(timeline)
         timeline.phases.sort { ($0.start, $0.device) < ($1.start, $1.device) }
         timeline.events.sort { $0.time < $1.time }  // stable: gap events were added late
+        addAdvertising()
         var result = timeline
         result.findings = Diagnoses.run(on: result, facts: Diagnoses.Facts(truncatedWrites: truncatedWrites, subscribed: subscribed,
                                                                            lastStatus: ota.mapValues { ($0.lastStatus, $0.lastStatusTime) }))
+        result.findings += AdvertisingDiagnoses.run(on: result, attempts: connectAttempts)
         Summaries.summarise(&result)
+        for d in result.devices.indices where result.devices[d].connections.isEmpty {
+            guard let a = result.devices[d].advertising else { continue }
+            let failed = result.devices[d].summary
+            result.devices[d].summary = "seen only advertising (\(a.reports) report\(a.reports == 1 ? "" : "s")), never connected"
+                + (a.protocols.isEmpty ? "" : "; advertises \(a.protocols.joined(separator: ", "))")
+                + (result.events.contains { $0.device == d } ? "; " + failed : "")
+        }
         return result
+    }
+
+    /// Attaches advertising to the devices it belongs to, and lists the most relevant devices
+    /// seen only advertising (a device protocol's service, connectable, named, heard often);
+    /// the rest are only counted, so a capture of thousands of advertisers stays readable.
+    private func addAdvertising() {
+        guard advertising.overview.reports > 0 else { return }
+        var overview = advertising.overview
+        var alone: [(String, DeviceAdvertising)] = []
+        for (address, a) in advertising.summaries() {
+            if let d = deviceByAddress[address] {
+                timeline.devices[d].advertising = a
+            } else {
+                alone.append((address, a))
+            }
+        }
+        overview.advertisers = advertising.tracks.count
+        alone.sort { a, b in
+            a.1.relevance != b.1.relevance ? a.1.relevance > b.1.relevance : a.1.firstSeen < b.1.firstSeen
+        }
+        let shown = alone.prefix(AdvertisingTracker.maxShownAdvertisers).sorted { $0.1.firstSeen < $1.1.firstSeen }
+        for (address, a) in shown {
+            let d = device(for: address, address: address, time: a.firstSeen)
+            timeline.devices[d].end = max(timeline.devices[d].end, a.lastSeen)
+            timeline.devices[d].name = timeline.devices[d].name ?? a.names.first
+            timeline.devices[d].advertising = a
+        }
+        overview.shown = shown.count
+        overview.hidden = alone.count - shown.count
+        timeline.advertising = overview
     }
 
     // MARK: Formatting helpers

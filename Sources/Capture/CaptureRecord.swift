@@ -28,6 +28,7 @@ public enum LinkLayerDirection: UInt8, Sendable, Hashable {
 
 /// What an over-the-air sniffer said about one packet, beside the packet itself.
 public struct LinkLayerInfo: Sendable, Hashable {
+    /// The channel index (0-36 data, 37-39 primary advertising).
     public var channel: UInt8?
     public var rssi: Int8?
     public var direction: LinkLayerDirection = .unknown
@@ -47,6 +48,8 @@ public struct LinkLayerInfo: Sendable, Hashable {
     public var coded = false
     /// The PDU type field of DLT 256's flags, when present.
     public var pduType: UInt8?
+    /// The PHY the sniffer received on, as HCI numbers them (1 LE 1M, 2 LE 2M, 3 LE Coded), when it says.
+    public var phy: UInt8?
     /// Set when the sniffer's own header is inconsistent: the packet is not decoded.
     public var problem: String?
     public init() {}

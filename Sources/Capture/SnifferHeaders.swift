@@ -52,6 +52,8 @@ enum SnifferHeaders {
             info.direction = flags & 0x02 != 0 ? .centralToPeripheral : .peripheralToCentral
         }
         info.encrypted = flags & 0x04 != 0
+        // Flags bits 4-6 (v2 on): 0 LE 1M, 1 LE 2M, 2 LE Coded.
+        if version >= 2, (flags >> 4) & 0x7 <= 2 { info.phy = ((flags >> 4) & 0x7) + 1 }
         info.micOK = info.encrypted ? flags & 0x08 != 0 : nil
         info.encryptionReported = true
         // Flags bits 4-6: the PHY (0 1M, 1 2M, 2 Coded).
@@ -67,7 +69,8 @@ enum SnifferHeaders {
         guard d.count >= 10 else { return }
         let flags = d.u16le(8)
         var info = LinkLayerInfo()
-        info.channel = d[0]
+        // The header carries the RF channel (0 = 2402 MHz); keep the channel index instead.
+        info.channel = d[0] == 0 ? 37 : d[0] == 12 ? 38 : d[0] == 39 ? 39 : d[0] < 12 ? d[0] - 1 : d[0] < 39 ? d[0] - 2 : d[0]
         if flags & 0x0002 != 0 { info.rssi = Int8(bitPattern: d[1]) }
         if flags & 0x0400 != 0 { info.crcOK = flags & 0x0800 != 0 }
         let pduType = UInt8((flags >> 7) & 0x7)

@@ -19,8 +19,12 @@ struct DecodeCommand: ParsableCommand {
             Directions: '>' the capturing host sent it, '<' it received it; sniffer captures \
             show C>P (central to peripheral) and P>C.
 
+            Advertising has a line per report: every report of an HCI LE Advertising Report \
+            event (legacy, directed, extended), or every advertising PDU a sniffer caught with \
+            a good CRC, with address, event type, RSSI, PHY and the AD structures.
+
             --format json writes JSON Lines, one object per line with a "type" of att, gatt, \
-            link, smp, malformed or note. The schema is in the README.
+            link, adv, smp, malformed or note. The schema is in the README.
 
             Examples:
               gattlab decode phone.btsnoop

@@ -187,6 +187,11 @@ final class EventRenderer {
 
     private func linkEvent(_ l: LinkEvent, _ record: CaptureRecord) {
         guard linkLinesWanted else { return }
+        if case .advertising(let r) = l {
+            guard connectionFilter.isEmpty else { return }
+            json ? jsonAdvertising(r, record) : line(record, nil, style.dim(AdvertisingText.line(r)), arrow: " ")
+            return
+        }
         let (key, kind, text, extra) = Self.describe(l, reveal: reveal)
         guard let kind, passes(key) || (key == nil && connectionFilter.isEmpty) else { return }
         if json {
@@ -297,6 +302,8 @@ final class EventRenderer {
             return (key, "malformed", ("malformed", "[malformed \(layer.rawValue)] \(reason)", " "), [("layer", layer.rawValue), ("reason", reason)])
         case .text(let t):
             return (nil, "note", ("note", "note: \(t)", " "), [("text", t)])
+        case .advertising(let r):
+            return (nil, "adv", ("adv", AdvertisingText.line(r), " "), [])
         case .l2cap(let key, let cid, let direction):
             return (key, "link", ("l2cap", "L2CAP CID 0x\(String(cid, radix: 16)) SDU", direction.arrow),
                     [("cid", Int(cid)), ("direction", direction.description)])
@@ -371,6 +378,82 @@ final class EventRenderer {
         out.write(",\""); out.write(name); out.write("\":\"")
         if secret && !reveal { out.write("<redacted:\(v.count) bytes>") } else { out.hex(v) }
         out.write("\"")
+    }
+
+    /// One `adv` object: the report and its AD structures.
+    private func jsonAdvertising(_ r: AdvertisingReport, _ record: CaptureRecord) {
+        jsonLine(record, type: "adv", nil) {
+            self.field("source", r.origin.rawValue)
+            if let a = r.address { self.field("address", a.description) }
+            if let t = r.addressType { self.field("addressType", t.description) }
+            self.field("eventType", r.eventName)
+            self.field("eventTypeCode", Int(r.eventType))
+            self.field("connectable", r.connectable)
+            self.field("scannable", r.scannable)
+            self.field("directed", r.directed)
+            self.field("scanResponse", r.scanResponse)
+            self.field("legacy", r.legacy)
+            if let s = r.dataStatus { self.field("dataStatus", s) }
+            if let v = r.rssi { self.field("rssi", Int(v)) }
+            if let p = r.primaryPHY { self.field("phy", p.description) }
+            if let p = r.secondaryPHY { self.field("secondaryPhy", p.description) }
+            if let c = r.channel { self.field("channel", Int(c)) }
+            if let t = r.txPower { self.field("txPower", Int(t)) }
+            if let s = r.sid { self.field("sid", Int(s)) }
+            if let a = r.targetAddress { self.field("targetAddress", a.description) }
+            if let t = r.targetAddressType { self.field("targetAddressType", t.description) }
+            self.out.write(",\"ad\":[")
+            for (i, s) in r.data.structures.enumerated() {
+                if i > 0 { self.out.byte(0x2C) }
+                self.out.write("{\"type\":")
+                self.out.jsonString(ADStructure.typeName(s.type))
+                self.out.write(",\"code\":")
+                self.out.int(Int(s.type))
+                switch s {
+                case .flags(let f):
+                    self.field("value", Int(f))
+                    self.out.write(",\"flags\":[")
+                    self.out.write(AdvertisingText.flagNames(f).map { "\"\($0)\"" }.joined(separator: ","))
+                    self.out.write("]")
+                case .localName(let n, _):
+                    self.field("name", n)
+                case .serviceUUIDs(let us, _):
+                    self.out.write(",\"uuids\":[")
+                    for (j, u) in us.enumerated() {
+                        if j > 0 { self.out.byte(0x2C) }
+                        self.out.jsonString(u.description)
+                    }
+                    self.out.write("]")
+                    let names = us.compactMap { KnownUUIDs.name($0) }
+                    if !names.isEmpty {
+                        self.out.write(",\"names\":[")
+                        for (j, n) in names.enumerated() {
+                            if j > 0 { self.out.byte(0x2C) }
+                            self.out.jsonString(n)
+                        }
+                        self.out.write("]")
+                    }
+                case .serviceData(let u, let data):
+                    self.field("uuid", u.description)
+                    if let n = KnownUUIDs.name(u) { self.field("name", n) }
+                    self.valueField(data, secret: false, name: "data")
+                case .manufacturerData(let company, let data):
+                    self.field("company", Int(company))
+                    if let n = AdvertisingNames.company(company) { self.field("companyName", n) }
+                    self.valueField(data, secret: false, name: "data")
+                case .txPowerLevel(let p):
+                    self.field("dBm", Int(p))
+                case .appearance(let a):
+                    self.field("value", Int(a))
+                    if let n = AdvertisingNames.appearance(a) { self.field("appearanceName", n) }
+                case .other(_, let data):
+                    self.valueField(data, secret: false, name: "data")
+                }
+                self.out.write("}")
+            }
+            self.out.write("]")
+            if let p = r.problem { self.field("problem", p) }
+        }
     }
 
     private func jsonATT(_ e: ATTEvent, _ record: CaptureRecord, _ decoder: GATTDecoder) {

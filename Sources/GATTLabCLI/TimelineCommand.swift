@@ -192,7 +192,10 @@ struct DeviceFilter: CustomStringConvertible {
             let w = wanted.lowercased()
             return d.address?.lowercased() == w || d.name?.lowercased() == w || "d\(d.id)" == w || "\(d.id)" == w
         }
-        let byProtocol = protocols.isEmpty || protocols.contains { p in d.protocols.contains { $0.lowercased() == p.lowercased() } }
+        // A protocol spoken, or recognised from the services the device advertised.
+        let byProtocol = protocols.isEmpty || protocols.contains { p in
+            (d.protocols + (d.advertising?.protocols ?? [])).contains { $0.lowercased() == p.lowercased() }
+        }
         return byDevice && byProtocol
     }
 

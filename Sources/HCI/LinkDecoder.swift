@@ -452,6 +452,12 @@ public final class LinkDecoder {
             let key = ConnectionKey(controller: record.controller, handle: q.u16le(0) & 0x0FFF)
             let rand = UInt64(q.u32le(2)) | UInt64(q.u32le(6)) << 32
             events.append(.ltkRequest(key, rand: rand, ediv: q.u16le(10)))
+        case 0x02, 0x0B, 0x0D:  // LE Advertising Report, Directed, Extended: every report inside
+            let (reports, problem) = AdvertisingReport.decodeHCI(subevent: sub, q)
+            for r in reports { events.append(.advertising(r)) }
+            if let problem, !record.isCut {
+                events.append(.malformed(nil, .hci, reason: "\(HCINames.leSubevent(sub)): \(problem)"))
+            }
         case 0x07:  // Data Length Change
             guard !short(10) else { return }
             let key = ConnectionKey(controller: record.controller, handle: q.u16le(0) & 0x0FFF)

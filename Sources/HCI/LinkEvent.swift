@@ -84,6 +84,9 @@ public enum LinkEvent: Sendable {
     /// on it is decrypted.
     case decrypting(ConnectionKey)
     case malformed(ConnectionKey?, Layer, reason: String)
+    /// One advertising report: from an HCI LE (Directed, Extended) Advertising Report (one event
+    /// per report inside it) or an advertising-channel PDU a sniffer caught.
+    indirect case advertising(AdvertisingReport)
     case text(String)
 }
 

@@ -69,7 +69,8 @@ extension LinkDecoder {
         let headerByte = d[h]
         var length = Int(d[h + 1])
         if accessAddress == LinkLayerState.advertisingAccessAddress {
-            consumeAdvertising(record, pduType: headerByte & 0x0F, body: d.slice(h + 2, min(length, d.count - h - 2 - crcBytes)))
+            let available = max(0, d.count - h - 2 - crcBytes)
+            consumeAdvertising(record, header: headerByte, body: d.slice(h + 2, min(length, available)), declared: length)
             return
         }
         let llid = headerByte & 0x03
@@ -303,7 +304,24 @@ extension LinkDecoder {
         }
     }
 
-    private func consumeAdvertising(_ record: CaptureRecord, pduType: UInt8, body: UnsafeRawBufferPointer) {
+    private func consumeAdvertising(_ record: CaptureRecord, header: UInt8, body: UnsafeRawBufferPointer, declared: Int) {
+        let pduType = header & 0x0F
+        // Advertisements: each a report. One the sniffer received with a bad CRC is noise
+        // (Wireshark reads it, and often calls it malformed): no report, no complaint.
+        let ll = record.linkLayer ?? LinkLayerInfo()
+        if AdvertisingReport.reportPDUTypes.contains(pduType), ll.crcOK != false {
+            // A PDU longer than the bytes present is read as far as it goes (as Wireshark does,
+            // before calling it malformed): its advertiser is still known.
+            switch AdvertisingReport.decodeLinkLayer(header: header, body: body, info: ll) {
+            case .success(let r): events.append(.advertising(r))
+            case .failure(let p): events.append(.malformed(nil, .linkLayer, reason: p.reason))
+            case nil: break
+            }
+            if declared > body.count && !record.isCut {
+                events.append(.malformed(nil, .linkLayer, reason: "\(AdvertisingReport.pduName(pduType)) length \(declared) exceeds the \(body.count) bytes present"))
+            }
+            return
+        }
         // CONNECT_IND (and AUX_CONNECT_REQ): InitA, AdvA, then LLData with the new access address:
         // exactly 34 bytes. One that arrived with a bad CRC was not acted on by the advertiser
         // (and its access address may be noise): no connection follows from it.

@@ -51,6 +51,11 @@ public final class ProfileDecoder {
         namedOwners = named
     }
 
+    /// The registered protocols a device advertising this service UUID speaks.
+    public static func protocols(advertising uuid: BluetoothUUID) -> [String] {
+        registry.filter { $0.advertisedServices.contains(uuid) }.map { $0.name }
+    }
+
     /// Whether a characteristic belongs to a registered protocol.
     public func isRegistered(_ uuid: BluetoothUUID) -> Bool { owners[uuid] != nil }
 

@@ -107,6 +107,9 @@ public protocol DeviceProtocol: Sendable {
     static var characteristics: Set<BluetoothUUID> { get }
     /// Endpoints recognised by their 0x2901 user description instead of (or as well as) UUID.
     static var endpointNames: Set<String> { get }
+    /// Service UUIDs a device running this protocol advertises, to recognise it before any
+    /// connection (none by default).
+    static var advertisedServices: Set<BluetoothUUID> { get }
     init()
     /// Decodes a value written to, notified or read from one of its characteristics.
     mutating func decode(_ value: ProfileValue) -> [ProfileEvent]
@@ -116,4 +119,5 @@ public protocol DeviceProtocol: Sendable {
 
 extension DeviceProtocol {
     public static var endpointNames: Set<String> { [] }
+    public static var advertisedServices: Set<BluetoothUUID> { [] }
 }

@@ -208,7 +208,37 @@ footer { margin-top: 18px; color: var(--muted); font-size: 12px; }
       const n = mine.filter((f) => sevOf(f) === sev).length;
       if (n) chips.appendChild(el("span", "badge sev-" + sev, n + " " + sev + (n === 1 || sev === "info" ? "" : "s")));
     }
-    card.appendChild(chips); cards.appendChild(card);
+    card.appendChild(chips);
+    const adv = d.advertising && typeof d.advertising === "object" ? d.advertising : null;
+    if (adv) card.appendChild(advertisingBlock(adv));
+    cards.appendChild(card);
+  }
+
+  // Advertising: one line of facts and the RSSI over time as a small inline SVG (mean line, min–max band).
+  function advertisingBlock(a) {
+    const box = el("div", "advertising");
+    const r = a.rssi && typeof a.rssi === "object" ? a.rssi : {};
+    const facts = [num(a.reports) + " advertisements", fmtT(num(a.firstSeen)) + "–" + fmtT(num(a.lastSeen)) + " s",
+      a.connectable ? "connectable" : "not connectable"];
+    if (num(r.median) !== null) facts.push("RSSI " + r.min + " / " + r.median + " / " + r.max + " dBm");
+    if (arr(a.names).length) facts.push(arr(a.names).map(str).join(", "));
+    if (arr(a.services).length) facts.push("services " + arr(a.services).map(str).join(", "));
+    if (arr(a.protocols).length) facts.push("looks like " + arr(a.protocols).map(str).join(", "));
+    box.appendChild(el("p", "summary", "Advertising: " + facts.join(" · ")));
+    const pts = objs(r.series).filter((p) => num(p.time) !== null && num(p.mean) !== null);
+    if (pts.length > 1) {
+      const W = 240, H = 40, lo = Math.min(-100, ...pts.map((p) => num(p.min) ?? p.mean)), hi = Math.max(-30, ...pts.map((p) => num(p.max) ?? p.mean));
+      const t0 = pts[0].time, t1 = Math.max(pts[pts.length - 1].time, t0 + 1e-6);
+      const x = (t) => ((t - t0) / (t1 - t0)) * (W - 2) + 1, y = (v) => H - 1 - ((v - lo) / (hi - lo)) * (H - 2);
+      const svg = sv("svg", { width: W, height: H, viewBox: "0 0 " + W + " " + H, class: "rssi-spark", role: "img" });
+      const band = pts.map((p) => x(p.time).toFixed(1) + "," + y(num(p.max) ?? p.mean).toFixed(1))
+        .concat(pts.slice().reverse().map((p) => x(p.time).toFixed(1) + "," + y(num(p.min) ?? p.mean).toFixed(1)));
+      svg.appendChild(sv("polygon", { points: band.join(" "), fill: "#2f62c9", "fill-opacity": 0.15, stroke: "none" }));
+      svg.appendChild(sv("polyline", { points: pts.map((p) => x(p.time).toFixed(1) + "," + y(p.mean).toFixed(1)).join(" "), fill: "none", stroke: "#2f62c9", "stroke-width": 1.5 }));
+      tip(svg, "RSSI over time (dBm), " + fmtT(t0) + "–" + fmtT(t1) + " s, " + lo + " to " + hi + " dBm");
+      box.appendChild(svg);
+    }
+    return box;
   }
 
   // ---- colours and text measurement

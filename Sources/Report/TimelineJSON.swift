@@ -55,6 +55,44 @@ public enum TimelineJSON {
         return w.text
     }
 
+    /// A device's `advertising` object: seen when, how often, how strong (a compact RSSI series
+    /// of time buckets), what it said about itself.
+    static func advertising(_ a: DeviceAdvertising, start: Int64, options: RenderOptions, into w: inout JSONWriter) {
+        func time(_ key: String, _ v: Int64) {
+            w.key(key)
+            w.seconds(v - start)
+            if options.absoluteTime { w.field(key + "UTC", TimeFormat.iso8601(v)) }
+        }
+        w.key("advertising"); w.beginObject()
+        time("firstSeen", a.firstSeen)
+        time("lastSeen", a.lastSeen)
+        w.key("frames"); w.beginArray(); w.int(a.firstFrame); w.int(a.lastFrame); w.endArray()
+        w.field("reports", a.reports)
+        w.field("connectable", a.connectable)
+        w.field("addressType", a.addressType)
+        w.key("eventTypes"); w.beginArray(); a.eventTypes.forEach { w.string($0) }; w.endArray()
+        w.key("names"); w.beginArray(); a.names.forEach { w.string($0) }; w.endArray()
+        w.key("services"); w.beginArray(); a.services.forEach { w.string($0.description) }; w.endArray()
+        w.key("companies"); w.beginArray()
+        for c in a.companies {
+            w.beginObject(); w.field("id", Int(c)); w.field("name", AdvertisingNames.company(c)); w.endObject()
+        }
+        w.endArray()
+        w.key("protocols"); w.beginArray(); a.protocols.forEach { w.string($0) }; w.endArray()
+        w.key("rssi"); w.beginObject()
+        w.field("min", a.rssiMin); w.field("max", a.rssiMax); w.field("median", a.rssiMedian)
+        w.key("series"); w.beginArray()
+        for p in a.rssi {
+            w.beginObject()
+            time("time", p.time)
+            w.field("mean", p.mean); w.field("min", p.min); w.field("max", p.max); w.field("count", p.count)
+            w.endObject()
+        }
+        w.endArray()
+        w.endObject()
+        w.endObject()
+    }
+
     static func write(_ t: Timeline, options: RenderOptions, into w: inout JSONWriter) {
         let start = t.firstTime ?? 0
         func time(_ key: String, _ v: Int64?) {
@@ -96,9 +134,21 @@ public enum TimelineJSON {
             w.endObject()
             time("start", d.start)
             time("end", d.end)
+            if let a = d.advertising { advertising(a, start: start, options: options, into: &w) }
             w.endObject()
         }
         w.endArray()
+        if let o = t.advertising {
+            w.key("advertising"); w.beginObject()
+            w.field("reports", o.reports)
+            w.field("advertisers", o.advertisers)
+            w.field("devicesShown", o.shown)
+            w.field("devicesNotShown", o.hidden)
+            w.field("untrackedReports", o.untrackedReports)
+            time("first", o.firstTime)
+            time("last", o.lastTime)
+            w.endObject()
+        }
 
         w.key("connections"); w.beginArray()
         for c in t.connections {

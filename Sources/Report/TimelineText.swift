@@ -39,6 +39,15 @@ public enum TimelineText {
             if !d.protocols.isEmpty { out += " (" + d.protocols.joined(separator: ", ") + ")" }
             out += "  " + outcome(d.outcome, colors) + "\n"
             out += "  " + d.summary + "\n"
+            if let a = d.advertising {
+                var line = "  Advertising: \(a.reports) reports \(at(a.firstSeen))-\(at(a.lastSeen))"
+                if let m = a.rssiMedian, let lo = a.rssiMin, let hi = a.rssiMax { line += ", RSSI \(lo)/\(m)/\(hi) dBm (min/median/max)" }
+                line += a.connectable ? ", connectable" : ", not connectable"
+                if !a.names.isEmpty { line += ", names " + a.names.map { "\"\($0)\"" }.joined(separator: ", ") }
+                if !a.services.isEmpty { line += ", services " + a.services.map(\.description).joined(separator: ", ") }
+                if !a.protocols.isEmpty { line += ", looks like " + a.protocols.joined(separator: ", ") }
+                out += line + "\n"
+            }
             let findings = t.findings.filter { $0.device == d.id }
             if !findings.isEmpty {
                 out += "  Findings:\n"
@@ -71,6 +80,12 @@ public enum TimelineText {
                     out += line + "\n"
                 }
             }
+        }
+        if let o = t.advertising {
+            out += "\n" + colors.bold("Advertising") + ": \(o.reports) reports from \(o.advertisers) advertisers"
+            if o.hidden > 0 { out += "; \(o.hidden) devices seen only advertising are not listed" }
+            if o.untrackedReports > 0 { out += "; \(o.untrackedReports) reports from advertisers beyond the first \(o.advertisers) not followed" }
+            out += "\n"
         }
         let unattached = t.findings.filter { $0.device == nil }
         for f in unattached {

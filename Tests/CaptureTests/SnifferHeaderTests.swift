@@ -35,8 +35,9 @@ final class SnifferHeaderTests: XCTestCase {
     }
 
     private func info(channel: UInt8?, rssi: Int8?, direction: LinkLayerDirection, crcOK: Bool?, encrypted: Bool, micOK: Bool?,
-                      pduType: UInt8? = nil) -> LinkLayerInfo {
+                      pduType: UInt8? = nil, phy: UInt8? = nil) -> LinkLayerInfo {
         var i = LinkLayerInfo()
+        i.phy = phy
         i.channel = channel; i.rssi = rssi; i.direction = direction; i.crcOK = crcOK
         i.encrypted = encrypted; i.micOK = micOK; i.pduType = pduType
         // nRF Sniffer (no PDU type) always says whether a packet is encrypted; DLT 256 only with its flags.
@@ -78,10 +79,11 @@ final class SnifferHeaderTests: XCTestCase {
                 XCTAssertEqual(rec.originalLength, llPacket.count)
                 XCTAssertEqual(rec.linkLayer?.hasCRC, true)
             }
-            XCTAssertEqual(r.records[0].linkLayer, info(channel: 12, rssi: -60, direction: .centralToPeripheral, crcOK: true, encrypted: false, micOK: nil))
-            XCTAssertEqual(r.records[1].linkLayer, info(channel: 0, rssi: -128, direction: .centralToPeripheral, crcOK: true, encrypted: true, micOK: true))
-            XCTAssertEqual(r.records[2].linkLayer, info(channel: 36, rssi: -1, direction: .peripheralToCentral, crcOK: false, encrypted: true, micOK: false))
-            XCTAssertEqual(r.records[3].linkLayer, info(channel: 39, rssi: -90, direction: .peripheralToCentral, crcOK: true, encrypted: false, micOK: nil))
+            // Flags bits 4-6 are the PHY: 0, LE 1M (1 as HCI numbers it).
+            XCTAssertEqual(r.records[0].linkLayer, info(channel: 12, rssi: -60, direction: .centralToPeripheral, crcOK: true, encrypted: false, micOK: nil, phy: 1))
+            XCTAssertEqual(r.records[1].linkLayer, info(channel: 0, rssi: -128, direction: .centralToPeripheral, crcOK: true, encrypted: true, micOK: true, phy: 1))
+            XCTAssertEqual(r.records[2].linkLayer, info(channel: 36, rssi: -1, direction: .peripheralToCentral, crcOK: false, encrypted: true, micOK: false, phy: 1))
+            XCTAssertEqual(r.records[3].linkLayer, info(channel: 39, rssi: -90, direction: .peripheralToCentral, crcOK: true, encrypted: false, micOK: nil, phy: 1))
             // A frame too short for its header is reported as such, its bytes kept, and not decoded.
             XCTAssertEqual(r.records[4].linkLayer?.problem, "nRF Sniffer record of 2 bytes is shorter than its 17-byte header")
             XCTAssertEqual(r.records[4].data, [0x06, 0x00])
@@ -148,9 +150,10 @@ final class SnifferHeaderTests: XCTestCase {
         XCTAssertEqual(r.linkType, .bluetoothLELLWithPHDR)
         XCTAssertEqual(r.records.map(\.kind), [.linkLayer, .linkLayer, .linkLayer, .linkLayer, .other])
         for rec in r.records.prefix(4) { XCTAssertEqual(rec.data, llPacket) }
-        XCTAssertEqual(r.records[0].linkLayer, info(channel: 5, rssi: -45, direction: .centralToPeripheral, crcOK: true, encrypted: false, micOK: nil, pduType: 2))
-        XCTAssertEqual(r.records[1].linkLayer, info(channel: 6, rssi: nil, direction: .peripheralToCentral, crcOK: false, encrypted: true, micOK: false, pduType: 3))
-        XCTAssertEqual(r.records[2].linkLayer, info(channel: 7, rssi: nil, direction: .unknown, crcOK: nil, encrypted: true, micOK: true, pduType: 0))
+        // The header's RF channel becomes the channel index: RF 5, 6, 7 are indexes 4, 5, 6; RF 39 is 39.
+        XCTAssertEqual(r.records[0].linkLayer, info(channel: 4, rssi: -45, direction: .centralToPeripheral, crcOK: true, encrypted: false, micOK: nil, pduType: 2))
+        XCTAssertEqual(r.records[1].linkLayer, info(channel: 5, rssi: nil, direction: .peripheralToCentral, crcOK: false, encrypted: true, micOK: false, pduType: 3))
+        XCTAssertEqual(r.records[2].linkLayer, info(channel: 6, rssi: nil, direction: .unknown, crcOK: nil, encrypted: true, micOK: true, pduType: 0))
         XCTAssertEqual(r.records[3].linkLayer, info(channel: 39, rssi: -1, direction: .unknown, crcOK: nil, encrypted: true, micOK: true, pduType: 1))
         XCTAssertNil(r.records[4].linkLayer)
         XCTAssertEqual(r.records[4].data.count, 9)

@@ -9,6 +9,7 @@ import HCI
 /// payloads are reported as encrypted. See `ESPSecurity1` for how the keystream runs.
 public struct ESPProvisioningProtocol: ConfigurableDeviceProtocol {
     public static let name = "esp-prov"
+    public static let advertisedServices: Set<BluetoothUUID> = [ESPProvisioning.service]
     public static let characteristics = Set(ESPProvisioning.Endpoint.allCases.map(\.defaultUUID))
     public static let endpointNames = Set(ESPProvisioning.Endpoint.allCases.map(\.rawValue))
 

@@ -6,6 +6,7 @@ import HCI
 /// problems say what was wrong with it.
 public struct NRF7Protocol: DeviceProtocol {
     public static let name = "nrf7"
+    public static let advertisedServices: Set<BluetoothUUID> = [NRF7.service]
     public static let characteristics: Set<BluetoothUUID> = [NRF7.info, NRF7.controlPoint, NRF7.dataOut]
 
     public init() {}

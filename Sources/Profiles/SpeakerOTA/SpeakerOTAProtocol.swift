@@ -5,6 +5,7 @@ import HCI
 /// stands alone (the state machine's rules are checked by the timeline's diagnoses).
 public struct SpeakerOTAProtocol: DeviceProtocol {
     public static let name = "speaker-ota"
+    public static let advertisedServices: Set<BluetoothUUID> = [SpeakerOTA.service]
     public static let characteristics: Set<BluetoothUUID> = [
         SpeakerOTA.credentials, SpeakerOTA.url, SpeakerOTA.control, SpeakerOTA.status,
     ]

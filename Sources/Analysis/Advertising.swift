@@ -1,0 +1,192 @@
+import ATT
+import GATT
+import HCI
+import Profiles
+
+/// What one device's advertising looked like in a capture: when, how often, how strong, what it
+/// said about itself. Bounded: the RSSI series is at most `AdvertisingTracker.maxSeries` points
+/// (each a time bucket), names, services and companies are capped.
+public struct DeviceAdvertising: Sendable {
+    /// One bucket of the RSSI series: the reports between `time` and the next point.
+    public struct RSSIPoint: Sendable, Hashable {
+        public var time: Int64
+        public var mean: Int
+        public var min: Int
+        public var max: Int
+        public var count: Int
+    }
+
+    public var firstSeen: Int64
+    public var lastSeen: Int64
+    public var firstFrame: Int
+    public var lastFrame: Int
+    public var reports = 0
+    public var rssiMin: Int?
+    public var rssiMax: Int?
+    public var rssiMedian: Int?
+    public var rssi: [RSSIPoint] = []
+    public var names: [String] = []
+    public var services: [BluetoothUUID] = []
+    public var companies: [UInt16] = []
+    /// PDU names seen (ADV_IND, SCAN_RSP...).
+    public var eventTypes: [String] = []
+    public var connectable = false
+    public var addressType: String?
+    /// Device protocols recognised from the advertised services (`ProfileDecoder.protocols(advertising:)`).
+    public var protocols: [String] = []
+}
+
+/// The advertising of a whole capture, beside the devices.
+public struct AdvertisingOverview: Sendable {
+    public var reports = 0
+    /// Distinct advertisers followed.
+    public var advertisers = 0
+    /// Reports from advertisers beyond `AdvertisingTracker.maxAdvertisers` (not followed).
+    public var untrackedReports = 0
+    /// Devices seen only advertising: how many the timeline lists, and how many it only counts.
+    public var shown = 0
+    public var hidden = 0
+    public var firstTime: Int64?
+    public var lastTime: Int64?
+}
+
+/// Follows advertising per address, in bounded memory.
+struct AdvertisingTracker {
+    static let maxAdvertisers = 4096
+    static let maxSeries = 64
+    static let maxNames = 4
+    static let maxServices = 16
+    static let maxCompanies = 8
+    /// Devices seen only advertising that the timeline lists; the rest are counted.
+    static let maxShownAdvertisers = 20
+
+    struct Track {
+        var summary: DeviceAdvertising
+        /// Count of reports per RSSI value (index = rssi + 128), for the median.
+        var histogram: [UInt32]? = nil
+        /// Width of a series bucket, doubled whenever the series would exceed `maxSeries`.
+        var bucket: Int64 = 1_000_000
+    }
+
+    var tracks: [String: Track] = [:]
+    var order: [String] = []
+    var overview = AdvertisingOverview()
+
+    mutating func add(_ r: AdvertisingReport, time t: Int64, frame f: Int) {
+        overview.reports += 1
+        if overview.firstTime == nil { overview.firstTime = t }
+        overview.lastTime = max(overview.lastTime ?? t, t)
+        guard let address = r.address?.description else { return }
+        if tracks[address] == nil {
+            guard tracks.count < Self.maxAdvertisers else {
+                overview.untrackedReports += 1
+                return
+            }
+            tracks[address] = Track(summary: DeviceAdvertising(firstSeen: t, lastSeen: t, firstFrame: f, lastFrame: f))
+            order.append(address)
+        }
+        tracks[address]?.update(r, time: t, frame: f)
+    }
+
+    /// The device protocols whose advertised services a report lists.
+    static func protocols(_ services: [BluetoothUUID]) -> [String] {
+        var out: [String] = []
+        for u in services {
+            for p in ProfileDecoder.protocols(advertising: u) where !out.contains(p) { out.append(p) }
+        }
+        return out
+    }
+
+    func summaries() -> [(address: String, advertising: DeviceAdvertising)] {
+        order.compactMap { a in tracks[a].map { (a, $0.finished()) } }
+    }
+}
+
+extension AdvertisingTracker.Track {
+    mutating func update(_ r: AdvertisingReport, time t: Int64, frame f: Int) {
+        summary.reports += 1
+        summary.lastSeen = max(summary.lastSeen, t)
+        summary.lastFrame = f
+        if r.connectable { summary.connectable = true }
+        if summary.addressType == nil { summary.addressType = r.addressType?.description }
+        if !summary.eventTypes.contains(r.eventName), summary.eventTypes.count < 12 { summary.eventTypes.append(r.eventName) }
+        for s in r.data.structures {
+            switch s {
+            case .localName(let n, _):
+                if !summary.names.contains(n), summary.names.count < AdvertisingTracker.maxNames { summary.names.append(n) }
+            case .serviceUUIDs(let us, _):
+                for u in us where !summary.services.contains(u) && summary.services.count < AdvertisingTracker.maxServices {
+                    summary.services.append(u)
+                    for p in AdvertisingTracker.protocols([u]) where !summary.protocols.contains(p) { summary.protocols.append(p) }
+                }
+            case .serviceData(let u, _):
+                if !summary.services.contains(u), summary.services.count < AdvertisingTracker.maxServices {
+                    summary.services.append(u)
+                    for p in AdvertisingTracker.protocols([u]) where !summary.protocols.contains(p) { summary.protocols.append(p) }
+                }
+            case .manufacturerData(let c, _):
+                if !summary.companies.contains(c), summary.companies.count < AdvertisingTracker.maxCompanies { summary.companies.append(c) }
+            default:
+                break
+            }
+        }
+        guard let rssi = r.rssi.map(Int.init) else { return }
+        summary.rssiMin = min(summary.rssiMin ?? rssi, rssi)
+        summary.rssiMax = max(summary.rssiMax ?? rssi, rssi)
+        if histogram == nil { histogram = [UInt32](repeating: 0, count: 256) }
+        histogram?[rssi + 128] &+= 1
+        addToSeries(rssi, time: t)
+    }
+
+    private mutating func addToSeries(_ rssi: Int, time t: Int64) {
+        let origin = summary.firstSeen
+        func index(_ time: Int64) -> Int64 { (time &- origin) / bucket }
+        if var last = summary.rssi.last, index(last.time) == index(t) || t < last.time {
+            last.mean = (last.mean * last.count + rssi) / (last.count + 1)
+            last.min = min(last.min, rssi)
+            last.max = max(last.max, rssi)
+            last.count += 1
+            summary.rssi[summary.rssi.count - 1] = last
+            return
+        }
+        summary.rssi.append(DeviceAdvertising.RSSIPoint(time: t, mean: rssi, min: rssi, max: rssi, count: 1))
+        while summary.rssi.count > AdvertisingTracker.maxSeries {
+            // Coarser buckets: merge points that now share one.
+            bucket = bucket > Int64.max / 4 ? Int64.max / 2 : bucket * 2
+            var merged: [DeviceAdvertising.RSSIPoint] = []
+            for p in summary.rssi {
+                if var m = merged.last, index(m.time) == index(p.time) {
+                    m.mean = (m.mean * m.count + p.mean * p.count) / (m.count + p.count)
+                    m.min = min(m.min, p.min)
+                    m.max = max(m.max, p.max)
+                    m.count += p.count
+                    merged[merged.count - 1] = m
+                } else {
+                    merged.append(p)
+                }
+            }
+            summary.rssi = merged
+        }
+    }
+
+    func finished() -> DeviceAdvertising {
+        var s = summary
+        if let h = histogram {
+            let total = h.reduce(0) { $0 + Int($1) }
+            var seen = 0
+            for (i, n) in h.enumerated() where n > 0 {
+                seen += Int(n)
+                if seen * 2 >= total { s.rssiMedian = i - 128; break }
+            }
+        }
+        return s
+    }
+}
+
+extension DeviceAdvertising {
+    /// How much the timeline should care about an advertiser it did not see connected: a device
+    /// protocol's service first, then connectable ones, named ones and how often it was heard.
+    var relevance: (Int, Int, Int, Int) {
+        (protocols.isEmpty ? 0 : 1, connectable ? 1 : 0, names.isEmpty ? 0 : 1, reports)
+    }
+}
