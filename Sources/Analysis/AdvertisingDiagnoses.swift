@@ -32,11 +32,11 @@ enum AdvertisingDiagnoses {
             if !a.protocols.isEmpty, d.connections.isEmpty {
                 let services = a.services.filter { !AdvertisingTracker.protocols([$0]).isEmpty }.map(\.description).joined(separator: ", ")
                 out.append(Finding(id: "adv.provisioning-not-connected", severity: .warning,
-                                   title: "\(a.protocols.joined(separator: ", ")) device advertised but was never connected to",
+                                   title: "A \(a.protocols.joined(separator: ", ")) device advertised but was never connected to",
                                    device: d.id, time: a.firstSeen, frames: [a.firstFrame, a.lastFrame],
                                    evidence: "\(d.address ?? "?")\(name) advertised \(services) \(a.reports) times"
                                        + (a.rssiMedian.map { " (RSSI median \($0) dBm)" } ?? "") + "; no connection to it in the capture",
-                                   advice: "check that the app scans for this service or name and picks this device; a weak signal or a device already bonded elsewhere also keeps phones from connecting"))
+                                   advice: "Check that the app scans for this service or name and picks this device; a weak signal or a device already bonded elsewhere also keeps phones from connecting."))
             }
             // 3. A weak signal before connections that failed.
             let failures = t.events.filter { e in
@@ -45,10 +45,10 @@ enum AdvertisingDiagnoses {
             }
             if let median = a.rssiMedian, median < weakRSSI, let first = failures.first {
                 out.append(Finding(id: "adv.weak-signal", severity: .warning,
-                                   title: "weak signal before failed connections",
+                                   title: "Weak signal before failed connections",
                                    device: d.id, time: first.time, frames: [a.firstFrame] + failures.prefix(5).flatMap(\.frames),
                                    evidence: "\(d.address ?? "?")\(name) was heard at a median of \(median) dBm (\(a.rssiMin ?? median) to \(a.rssiMax ?? median)) over \(a.reports) advertisements; \(failures.count) connection\(failures.count == 1 ? "" : "s") failed or dropped",
-                                   advice: "move the phone closer to the device (below \(weakRSSI) dBm links often fail to establish or time out), or check the device's antenna and TX power"))
+                                   advice: "Move the phone closer to the device (below \(weakRSSI) dBm links often fail to establish or time out), or check the device's antenna and TX power."))
             }
             // 4. A device that stopped advertising: only for devices the story cares about
             // (a device protocol, or connected in the capture) and while the scan went on.
@@ -57,10 +57,10 @@ enum AdvertisingDiagnoses {
                 let reconnected = t.connections.contains { $0.device == d.id && $0.start >= a.lastSeen - 1_000_000 && $0.start <= a.lastSeen + quietAfter }
                 if !reconnected {
                     out.append(Finding(id: "adv.stopped", severity: .info,
-                                       title: "device stopped advertising",
+                                       title: "The device stopped advertising",
                                        device: d.id, time: a.lastSeen, frames: [a.lastFrame],
                                        evidence: "\(d.address ?? "?")\(name) was last heard \(TimelineBuilder.seconds(scanEnd - a.lastSeen)) before the last advertisement of the capture, after \(a.reports) reports",
-                                       advice: "the device may have rebooted, slept, or changed its random address; check its power and advertising timeout"))
+                                       advice: "The device may have rebooted, slept, or changed its random address; check its power and advertising timeout."))
                 }
             }
         }
@@ -73,10 +73,10 @@ enum AdvertisingDiagnoses {
             if let d = byAddress[at.peer.description], d.advertising != nil { continue }
             reported.insert(at.peer)
             out.append(Finding(id: "adv.connect-unheard", severity: .info,
-                               title: "connection attempt to an address never heard advertising",
+                               title: "A connection attempt to an address never heard advertising",
                                device: byAddress[at.peer.description]?.id, time: at.time, frames: [at.frame],
                                evidence: "the phone connected to \(at.peer), which sent none of the capture's \(overview.reports) advertisements",
-                               advice: "the address may be a stale bond or a rotated random address; check the device is advertising and the app uses a fresh scan result"))
+                               advice: "The address may be a stale bond or a rotated random address; check the device is advertising and the app uses a fresh scan result."))
             if reported.count >= 20 { break }
         }
         return out
