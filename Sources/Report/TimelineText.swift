@@ -82,7 +82,7 @@ public enum TimelineText {
             }
         }
         if let o = t.advertising {
-            out += "\n" + colors.bold("Advertising") + ": \(o.reports) reports from \(o.advertisers) advertisers"
+            out += "\n" + colors.bold("Advertising") + ": \(o.reports) report\(o.reports == 1 ? "" : "s") from \(o.advertisers) advertiser\(o.advertisers == 1 ? "" : "s")"
             if o.hidden > 0 { out += "; \(o.hidden) devices seen only advertising are not listed" }
             if o.untrackedReports > 0 { out += "; \(o.untrackedReports) reports from advertisers beyond the first \(o.advertisers) not followed" }
             out += "\n"

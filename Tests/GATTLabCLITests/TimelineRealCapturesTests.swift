@@ -84,6 +84,9 @@ final class TimelineRealCapturesTests: XCTestCase {
             let ours = Self.gattlabStory(doc)
             let theirs = try Self.tsharkStory(path)
             if ours != theirs { problems.append("gattlab: \(ours); tshark: \(theirs)") }
+            // Accept-list attempts and cancels report a peer of all zeros: never a device.
+            let addresses = (doc["devices"] as? [[String: Any]] ?? []).compactMap { $0["address"] as? String }
+            if addresses.contains("00:00:00:00:00:00") { problems.append("a device called 00:00:00:00:00:00") }
             return .init(line: "\(theirs)", problems: problems)
         }
         print("timeline link story: \(agreed) of \(files.count) real captures agree with tshark")
