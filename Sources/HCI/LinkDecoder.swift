@@ -259,7 +259,9 @@ public final class LinkDecoder {
             case .failure(let reason):
                 events.append(.malformed(key, .smp, reason: reason.text))
             }
-        case 0x0001:  // BR/EDR signalling: several commands per PDU
+        case 0x0001 where key.id != 0x0EDC || connections[key]?.classic == true:
+            // BR/EDR signalling: several commands per PDU. (Qualcomm controllers log their own
+            // diagnostics as ACL on handle 0x0EDC, whatever the CID: not signalling.)
             consumeClassicSignalling(key, direction: direction, body)
         case 0x0005:
             if body.count >= 4 {
