@@ -18,7 +18,7 @@ final class ServiceNamesRealCapturesTests: XCTestCase {
 
     /// The captures whose MANIFEST says they hold a Read By Group Type Response (service discovery).
     static func capturesWithDiscovery() throws -> [String] {
-        let text = try String(contentsOf: RealCaptures.folder.appendingPathComponent("MANIFEST.tsv"), encoding: .utf8)
+        let text = try String(contentsOf: RealCaptures.require().appendingPathComponent("MANIFEST.tsv"), encoding: .utf8)
         return text.split(separator: "\n").dropFirst().compactMap { line -> String? in
             let columns = line.split(separator: "\t", omittingEmptySubsequences: false)
             guard let name = columns.first, line.contains("ReadByGrpTypeRsp(0x11)") else { return nil }
