@@ -311,11 +311,10 @@ public final class TimelineBuilder {
                                        Field("timeoutMs", .int(Int(timeout) * 10))], frames: [f]))
         case .l2cap(let key, _, _), .signalling(let key, _, _, _):
             // Traffic on any channel (RFCOMM, AVDTP, SDP... on classic links) keeps a link alive:
-            // no "no traffic" gap over a busy connection. Qualcomm controllers write their own
-            // diagnostics into Android logs as ACL on handle 0x0EDC: that is not a connection.
-            // Over the air, a data PDU on an access address never seen connecting is as likely
-            // noise as a link: only ATT opens one there.
-            if liveConnection[key] == nil && (key.isLinkLayer || key.id == 0x0EDC) { break }
+            // no "no traffic" gap over a busy connection. Vendor diagnostics are not a
+            // connection; over the air, a data PDU on an access address never seen connecting is
+            // as likely noise as a link: only ATT opens one there.
+            if liveConnection[key] == nil && (key.isLinkLayer || key.isVendorDiagnostics) { break }
             touch(connection(key, time: t, frame: f), time: t, frame: f)
         case .encryptionKeySize(let key, let size):
             if let c = liveConnection[key] { timeline.connections[c].keySize = Int(size) }

@@ -21,6 +21,10 @@ public struct ConnectionKey: Hashable, Sendable, Comparable, CustomStringConvert
 
     public var isLinkLayer: Bool { controller == Self.linkLayerController }
 
+    /// Handle 0x0EDC of an HCI log: Qualcomm controllers write their own diagnostics into Android
+    /// logs as ACL on it. Not a connection unless the log shows one made with that handle.
+    public var isVendorDiagnostics: Bool { !isLinkLayer && id == 0x0EDC }
+
     /// "0x0040" for HCI handles (with "hci1/" when not controller 0), "aa:0x50654b2a" for sniffed links.
     public var description: String {
         if isLinkLayer { return "aa:0x" + String(id, radix: 16).leftPadded(8) }

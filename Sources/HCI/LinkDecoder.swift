@@ -259,9 +259,8 @@ public final class LinkDecoder {
             case .failure(let reason):
                 events.append(.malformed(key, .smp, reason: reason.text))
             }
-        case 0x0001 where key.id != 0x0EDC || connections[key]?.classic == true:
-            // BR/EDR signalling: several commands per PDU. (Qualcomm controllers log their own
-            // diagnostics as ACL on handle 0x0EDC, whatever the CID: not signalling.)
+        case 0x0001 where !key.isVendorDiagnostics || connections[key]?.classic == true:
+            // BR/EDR signalling: several commands per PDU (vendor diagnostics use CID 1 too).
             consumeClassicSignalling(key, direction: direction, body)
         case 0x0005:
             if body.count >= 4 {

@@ -37,17 +37,7 @@ final class AdvertisingTimelineTests: XCTestCase {
             recorder.event(0x3E, p, at: time)
         }
 
-        func timeline() -> Timeline {
-            let decoder = GATTDecoder()
-            let profiles = ProfileDecoder()
-            let builder = TimelineBuilder(source: "synthetic", format: "btsnoop")
-            recorder.recording.forEachRecord { record in
-                decoder.consume(record)
-                profiles.consume(decoder, record: record)
-                builder.consume(record, gatt: decoder.events, profile: profiles.events)
-            }
-            return builder.finish()
-        }
+        func timeline() -> Timeline { recorder.timeline() }
     }
 
     let nrf7: [UInt8] = [0xF4, 0x01, 0x02, 0x03, 0x04, 0x05]

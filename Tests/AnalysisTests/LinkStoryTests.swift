@@ -12,17 +12,7 @@ import XCTest
 final class LinkStoryTests: XCTestCase {
     let peer: [UInt8] = [0x3D, 0xC5, 0x3A, 0x0E, 0xF9, 0xF0]
 
-    func timeline(_ recorder: HCIRecorder) -> Timeline {
-        let decoder = GATTDecoder()
-        let profiles = ProfileDecoder()
-        let builder = TimelineBuilder(source: "synthetic", format: "btsnoop")
-        recorder.recording.forEachRecord { record in
-            decoder.consume(record)
-            profiles.consume(decoder, record: record)
-            builder.consume(record, gatt: decoder.events, profile: profiles.events)
-        }
-        return builder.finish()
-    }
+    func timeline(_ recorder: HCIRecorder) -> Timeline { recorder.timeline() }
 
     /// LE Create Connection with the accept list as filter (peer all zeros).
     func createConnectionThroughAcceptList(_ r: inout HCIRecorder, at t: Int64) {

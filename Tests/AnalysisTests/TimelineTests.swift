@@ -56,19 +56,7 @@ final class TimelineTests: XCTestCase {
             status(.wifiConnected, after: 2_000_000)
         }
 
-        func timeline() -> Timeline {
-            let decoder = GATTDecoder()
-            decoder.defaultTable = BuiltInProfiles.table(named: "speaker")?.table
-            decoder.defaultTableSource = .builtIn("speaker")
-            let profiles = ProfileDecoder()
-            let builder = TimelineBuilder(source: "synthetic", format: "btsnoop")
-            recorder.recording.forEachRecord { record in
-                decoder.consume(record)
-                profiles.consume(decoder, record: record)
-                builder.consume(record, gatt: decoder.events, profile: profiles.events)
-            }
-            return builder.finish()
-        }
+        func timeline() -> Timeline { recorder.timeline(builtInTable: "speaker") }
 
         func findings() -> Set<String> { Set(timeline().findings.map(\.id)) }
     }

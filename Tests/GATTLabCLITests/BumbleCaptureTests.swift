@@ -27,11 +27,6 @@ final class BumbleCaptureTests: XCTestCase {
         "truncated": "suffix-newline",
     ]
 
-    /// Sensor variants the decoder still reads wrong, and how: `testKnownWrongVariantsAreStillWrong`
-    /// asserts each is still wrong (so it fails once fixed: then move the case out of this list).
-    /// Empty since the joiner learned every placement (semicolon, glued, prefix, split).
-    static let knownWrong: [String: String] = [:]
-
     static let protocolNames = ["sensor": "sensor-scan", "speaker": "speaker-ota", "nrf7": "nrf7", "esp": "esp-prov"]
 
     // MARK: tests
@@ -55,7 +50,7 @@ final class BumbleCaptureTests: XCTestCase {
 
     func testSensorTimelinesNameEveryNetworkAndTheOutcome() throws {
         let set = try BumbleCaptures.shared()
-        for capture in set.manifest where capture.proto == "sensor" && Self.knownWrong[capture.variant] == nil {
+        for capture in set.manifest where capture.proto == "sensor" {
             let result = try sensorResult(set, capture)
             XCTAssertEqual(result.networks.map(\.ssid), capture.networks.map(\.ssid), "\(capture.name): SSIDs")
             XCTAssertEqual(result.networks.map(\.rssi), capture.networks.map(\.rssi), "\(capture.name): RSSIs")
@@ -71,20 +66,6 @@ final class BumbleCaptureTests: XCTestCase {
             XCTAssertTrue(text.stdout.contains(capture.complete ? "SUCCEEDED" : "truncated"), "\(capture.name): text outcome")
             XCTAssertEqual(result.markerStyle, Self.markerStyles[capture.variant], "\(capture.name): markerStyle")
             XCTAssertNotNil(Self.markerStyles[capture.variant], "\(capture.name): a variant without an expected markerStyle")
-        }
-    }
-
-    /// Each entry of `knownWrong` is still read wrong; when a fix makes it right this fails: move
-    /// the variant out of the list so the strict test covers it.
-    func testKnownWrongVariantsAreStillWrong() throws {
-        let set = try BumbleCaptures.shared()
-        for capture in set.manifest where capture.proto == "sensor" {
-            guard let how = Self.knownWrong[capture.variant] else { continue }
-            let result = try sensorResult(set, capture)
-            let right = result.networks.map(\.ssid) == capture.networks.map(\.ssid)
-                && result.networks.map(\.rssi) == capture.networks.map(\.rssi)
-                && result.complete == capture.complete && result.problems == (capture.complete ? [] : ["scan.truncated"])
-            XCTAssertFalse(right, "\(capture.name) is read right now (was: \(how)): remove it from knownWrong")
         }
     }
 
