@@ -1,3 +1,4 @@
+import Profiles
 /// The emulated devices a user can name: the four device models with their default behaviour,
 /// and the device of every scenario with that scenario's faults (`speaker-wrong-password` is a
 /// speaker whose join fails). Replay targets (`emu:NAME`) and `gattlab emulate NAME --listen`
@@ -12,7 +13,7 @@ public struct EmulatedDeviceSpec: Sendable {
     public var serverMTU: UInt16
     var make: @Sendable (UInt16) -> DeviceFactory
     /// The configuration behind `make`, for the devices quirks can be planted in.
-    var quirkable: QuirkableConfiguration? = nil
+    var configuration: DeviceConfiguration? = nil
     /// The quirks planted in this device (`named(_:quirks:)`), by name, in the order given.
     public private(set) var quirks: [String] = []
 
@@ -23,19 +24,21 @@ public struct EmulatedDeviceSpec: Sendable {
     public static let devices: [EmulatedDeviceSpec] = [
         EmulatedDeviceSpec(name: "speaker", kind: "speaker", summary: "the ChaoticVolt speaker's OTA service, no faults",
                            serverMTU: 247, make: { SpeakerDevice.factory(SpeakerConfiguration(), serverMTU: $0) },
-                           quirkable: .speaker(SpeakerConfiguration())),
+                           configuration: .speaker(SpeakerConfiguration())),
         EmulatedDeviceSpec(name: "speaker-hangs-downloading", kind: "speaker",
                            summary: "a speaker whose firmware hangs as the download starts: the link stays up, nothing answers",
                            serverMTU: 247, make: { mtu in
                                SpeakerDevice.factory(hangsDownloading, serverMTU: mtu)
-                           }, quirkable: .speaker(hangsDownloading)),
+                           }, configuration: .speaker(hangsDownloading)),
         EmulatedDeviceSpec(name: "sensor", kind: "sensor", summary: "the sensor's Wi-Fi scan service, no faults",
                            serverMTU: 247, make: { SensorDevice.factory(SensorConfiguration(), serverMTU: $0) },
-                           quirkable: .sensor(SensorConfiguration())),
+                           configuration: .sensor(SensorConfiguration())),
         EmulatedDeviceSpec(name: "nrf7", kind: "nrf7", summary: "an nRF7002 with Nordic's Wi-Fi provisioning service (Zephyr)",
-                           serverMTU: 247, make: { NRF7Device.factory(NRF7Configuration(), serverMTU: $0) }),
+                           serverMTU: 247, make: { NRF7Device.factory(NRF7Configuration(), serverMTU: $0) },
+                           configuration: .nrf7(NRF7Configuration())),
         EmulatedDeviceSpec(name: "esp", kind: "esp", summary: "an ESP32 with ESP-IDF provisioning, security 1, PoP abcd1234",
-                           serverMTU: 247, make: { ESPDevice.factory(ESPConfiguration(), serverMTU: $0) }),
+                           serverMTU: 247, make: { ESPDevice.factory(ESPConfiguration(), serverMTU: $0) },
+                           configuration: .esp(ESPConfiguration())),
     ]
 
     private static var hangsDownloading: SpeakerConfiguration {
@@ -73,13 +76,13 @@ public struct EmulatedDeviceSpec: Sendable {
         }
         guard !quirks.isEmpty else { return spec }
         let known = knownQuirks(ofKind: spec.kind).map(\.name)
-        guard let base = spec.quirkable, !known.isEmpty else {
+        guard let base = spec.configuration, !known.isEmpty else {
             throw EmulatedDeviceError("the \(spec.kind) device '\(name)' has no quirks; quirks are planted in speaker and sensor devices")
         }
         for q in quirks where !known.contains(q) {
             throw EmulatedDeviceError("no quirk '\(q)' for the \(spec.kind); known: \(known.joined(separator: ", "))")
         }
-        let configuration: QuirkableConfiguration
+        let configuration: DeviceConfiguration
         switch base {
         case .speaker(var c):
             c.quirks.formUnion(quirks.compactMap(SpeakerQuirk.init(rawValue:)))
@@ -91,8 +94,10 @@ public struct EmulatedDeviceSpec: Sendable {
             let planted = c
             configuration = .sensor(planted)
             spec.make = { SensorDevice.factory(planted, serverMTU: $0) }
+        case .nrf7, .esp:
+            throw EmulatedDeviceError("the \(spec.kind) device '\(name)' has no quirks; quirks are planted in speaker and sensor devices")
         }
-        spec.quirkable = configuration
+        spec.configuration = configuration
         var seen = Set<String>()
         spec.quirks = quirks.filter { seen.insert($0).inserted }
         spec.summary += " (quirks: \(spec.quirks.joined(separator: ", ")))"
@@ -113,10 +118,38 @@ public struct EmulatedDeviceSpec: Sendable {
 }
 
 extension EmulatedDeviceSpec {
+    /// The same device (its faults and quirks kept) in another Wi-Fi world: what its scans find
+    /// and which joins succeed. A replay puts the recording's world here, so that a device shaped
+    /// like the recorded one finds the recorded networks. A speaker has no scan: unchanged.
+    public func inEnvironment(_ environment: WiFiEnvironment) -> EmulatedDeviceSpec {
+        var spec = self
+        switch configuration {
+        case .sensor(var c)?:
+            c.networks = environment.networks.map { SensorScan.Network(ssid: Array($0.ssid.utf8), rssi: Int($0.rssi)) }
+            let shaped = c
+            spec.configuration = .sensor(shaped)
+            spec.make = { SensorDevice.factory(shaped, serverMTU: $0) }
+        case .nrf7(var c)?:
+            c.environment = environment
+            let shaped = c
+            spec.configuration = .nrf7(shaped)
+            spec.make = { NRF7Device.factory(shaped, serverMTU: $0) }
+        case .esp(var c)?:
+            c.environment = environment
+            let shaped = c
+            spec.configuration = .esp(shaped)
+            spec.make = { ESPDevice.factory(shaped, serverMTU: $0) }
+        case .speaker?, nil:
+            return self
+        }
+        spec.summary += " (in the recording's Wi-Fi world)"
+        return spec
+    }
+
     /// The device of a scenario (an initializer here keeps the memberwise one).
     init(_ s: Scenario) {
         self.init(name: s.name, kind: s.deviceKind, summary: s.summary, serverMTU: s.serverMTU, make: s.device,
-                  quirkable: s.quirkable)
+                  configuration: s.configuration)
     }
 }
 
@@ -126,10 +159,13 @@ public struct EmulatedDeviceError: Error, Sendable, Hashable, CustomStringConver
     public init(_ description: String) { self.description = description }
 }
 
-/// The configuration of a device model quirks can be planted in.
-enum QuirkableConfiguration: Sendable {
+/// The configuration behind a device: quirks are planted in it (speaker, sensor) and a
+/// recording's Wi-Fi world is put in it (`inEnvironment`).
+enum DeviceConfiguration: Sendable {
     case speaker(SpeakerConfiguration)
     case sensor(SensorConfiguration)
+    case nrf7(NRF7Configuration)
+    case esp(ESPConfiguration)
 }
 
 extension Scenario {

@@ -192,8 +192,13 @@ public final class NRF7Device: DeviceModel {
         case .failure(.authentication):
             later(400_000) {
                 self.set(state: 1)
-                // The 4-way handshake times out, retried; then the supplicant gives up.
-                self.later(5_000_000) { self.set(state: 5, reason: 0) }
+                // Authentication and association succeed whatever the passphrase (WPA checks it in
+                // the 4-way handshake that follows, as wpa_supplicant reports it): the handshake
+                // times out, is retried, and the supplicant gives up.
+                self.later(150_000) {
+                    self.set(state: 2)
+                    self.later(5_000_000) { self.set(state: 5, reason: 0) }
+                }
             }
         case .success(let network):
             provisioned = network

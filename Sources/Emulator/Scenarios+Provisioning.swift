@@ -38,7 +38,8 @@ extension Scenario {
     // MARK: nRF7
 
     static func nrf7(_ name: String, _ summary: String, _ configuration: NRF7Configuration, ssid: String, passphrase: String) -> Scenario {
-        Scenario(name: name, summary: summary, device: { mtu in NRF7Device.factory(configuration, serverMTU: mtu) }) {
+        Scenario(name: name, summary: summary, device: { mtu in NRF7Device.factory(configuration, serverMTU: mtu) },
+                 configuration: .nrf7(configuration)) {
             central, mtu, log async throws(CentralError) in
             try await nrf7Session(central, mtu: mtu, log: log, ssid: ssid, passphrase: passphrase)
         }
@@ -124,7 +125,8 @@ extension Scenario {
 
     static func esp(_ name: String, _ summary: String, _ configuration: ESPConfiguration, ssid: String, passphrase: String,
                     pop: String? = nil) -> Scenario {
-        Scenario(name: name, summary: summary, device: { mtu in ESPDevice.factory(configuration, serverMTU: mtu) }, script: {
+        Scenario(name: name, summary: summary, device: { mtu in ESPDevice.factory(configuration, serverMTU: mtu) },
+                 configuration: .esp(configuration), script: {
             central, mtu, log async throws(CentralError) in
             var session = ESPPhoneSession(central: central, log: log, security: configuration.security,
                                           pop: pop ?? configuration.proofOfPossession)

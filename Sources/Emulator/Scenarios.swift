@@ -18,7 +18,7 @@ public struct Scenario: Sendable {
     public var summary: String
     var device: @Sendable (UInt16) -> DeviceFactory
     /// The device's configuration, for devices quirks can be planted in (speaker and sensor).
-    var quirkable: QuirkableConfiguration?
+    var configuration: DeviceConfiguration?
     var script: @Sendable (ScriptedCentral, UInt16, Log) async throws(CentralError) -> Void
     /// The largest MTU the device's stack accepts (23: a stack without MTU exchange support).
     public var serverMTU: UInt16 = 247
@@ -128,7 +128,7 @@ extension Scenario {
                         validate: Bool = true, pairing: PairingOptions? = nil, url: SpeakerOTA.FirmwareURL = firmwareURL,
                         readBackCredentials: Bool = false) -> Scenario {
         Scenario(name: name, summary: summary, device: { mtu in SpeakerDevice.factory(configuration, serverMTU: mtu) },
-                 quirkable: .speaker(configuration)) {
+                 configuration: .speaker(configuration)) {
             central, mtu, log async throws(CentralError) in
             try await speakerSession(central, mtu: mtu, log: log, configuration: configuration, reboot: reboot, validate: validate,
                                      pairing: pairing, url: url, readBackCredentials: readBackCredentials)
@@ -220,7 +220,7 @@ extension Scenario {
 
     static func sensor(_ name: String, _ summary: String, _ configuration: SensorConfiguration) -> Scenario {
         Scenario(name: name, summary: summary, device: { mtu in SensorDevice.factory(configuration, serverMTU: mtu) },
-                 quirkable: .sensor(configuration)) {
+                 configuration: .sensor(configuration)) {
             central, mtu, log async throws(CentralError) in
             try await open(central, mtu: mtu, log: log, subscribeTo: SensorScan.characteristic)
             try await central.write(SensorScan.characteristic, SensorScan.request)

@@ -10,6 +10,14 @@ enum OutputFormatOption: String, ExpressibleByArgument, CaseIterable {
     case text, json
 }
 
+/// `replay run --table`: the shape of an emulated target.
+enum DeviceShape: String, ExpressibleByArgument, CaseIterable {
+    /// Shaped like the recorded device (its Wi-Fi world).
+    case recorded
+    /// The emulator's own device, as named.
+    case emulator
+}
+
 /// Options every decoding command shares (each command has its own --format).
 struct DecodeOptions: ParsableArguments {
     @Option(name: .customLong("gatt-table"), help: ArgumentHelp(

@@ -136,6 +136,12 @@ struct ReplayCommand: ParsableCommand {
         @Option(name: .customLong("repeat"), help: ArgumentHelp("Run the session this many times (a soak test; sessions/s on stderr). The report shown is the first that differs, else the last.", valueName: "n"))
         var repeatCount = 1
 
+        @Option(name: .long, help: ArgumentHelp("emu: targets: `recorded` puts the emulated device in the recording's Wi-Fi world (the networks its scans found, the recorded password accepted or refused as it was); `emulator` keeps the emulator's own neighbourhood.", valueName: "shape"))
+        var table: DeviceShape = .recorded
+
+        @Flag(name: .long, help: "Compare step by step as recorded: one observed notification for each recorded one, values byte for byte but for progress and RSSI. Without it, the replay compares protocol progress and reports cadence differences as tolerated.")
+        var strict = false
+
         @Flag(name: .shortAndLong, help: "List every step, not only those that differ.")
         var verbose = false
 
@@ -157,23 +163,29 @@ struct ReplayCommand: ParsableCommand {
         }
 
         func run() throws {
-            let target = try ReplayTarget.parse(target)
+            var parsed = try ReplayTarget.parse(target)
             let options = ReplayOptions(timing: ReplayTiming(timing) ?? .recorded,
                                         settings: Dictionary(settings.map { s in
                                             let i = s.firstIndex(of: "=") ?? s.endIndex
                                             return (String(s[..<i]), String(s[s.index(after: i)...]))
                                         }, uniquingKeysWith: { $1 }),
-                                        readOnly: target.isRealDevice && !allowWrites,
-                                        attTimeout: Int64(attTimeout * 1_000_000))
-            let script = try loadScript(revealSecrets: !target.isRealDevice)
+                                        readOnly: parsed.isRealDevice && !allowWrites,
+                                        attTimeout: Int64(attTimeout * 1_000_000),
+                                        comparison: strict ? .strict : .progress)
+            let script = try loadScript(revealSecrets: !parsed.isRealDevice)
             if let record, FileManager.default.fileExists(atPath: record), !force {
                 throw Failure(.cannotCreate, "the --record output exists; nothing replayed", file: record,
                               hint: "add --force to replace it, or choose another --record file")
             }
             let runner = ReplayRunner(script: script, options: options)
-            do { _ = try runner.values() } catch {
+            let values: [Int: [UInt8]]
+            do { values = try runner.values() } catch {
                 throw Failure(error)
             }
+            if case .emulated(let spec) = parsed, table == .recorded, let world = RecordedWorld.from(script, values: values) {
+                parsed = .emulated(spec.inEnvironment(world.environment))
+            }
+            let target = parsed
             // One link per repetition: a fresh emulated device, or a new connection to the
             // emulator process or device (which serves them one after another).
             let (seed, speed, security, label) = (seed, speed, security, target.description)

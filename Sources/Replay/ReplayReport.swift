@@ -73,11 +73,18 @@ public struct ReplayReport: Sendable, Codable {
     /// Microseconds on the target's clock (virtual for the in-process emulator).
     public var duration: Int64
     public var steps: [StepOutcome]
+    /// `progress` (protocol meaning; cadence tolerated) or `strict` (step by step).
+    public var comparison: String
+    /// What differed from the recording but did not count as divergence, one line each.
+    public var tolerances: [String]
 
-    init(script: String, target: String, timing: String, steps: [StepOutcome], duration: Int64) {
+    init(script: String, target: String, timing: String, steps: [StepOutcome], duration: Int64,
+         comparison: ReplayComparison = .progress, tolerances: [String] = []) {
         self.script = script
         self.target = target
         self.timing = timing
+        self.comparison = comparison.rawValue
+        self.tolerances = tolerances
         self.steps = steps
         self.duration = duration
         if steps.contains(where: { $0.status == .failed }) {
@@ -106,7 +113,7 @@ public struct ReplayReport: Sendable, Codable {
     /// The report for people: every step that is not plainly ok, or all with `verbose`, then the verdict.
     public func text(verbose: Bool, color: Bool) -> String {
         func paint(_ s: String, _ code: String) -> String { color ? "\u{1B}[\(code)m\(s)\u{1B}[0m" : s }
-        var lines = ["replay \(script) -> \(target) (timing \(timing))"]
+        var lines = ["replay \(script) -> \(target) (timing \(timing), comparing \(comparison == "strict" ? "step by step (--strict)" : "protocol progress"))"]
         for s in steps where verbose || s.status != .ok {
             let label = switch s.status {
             case .ok: paint("ok", "32")
@@ -120,6 +127,11 @@ public struct ReplayReport: Sendable, Codable {
             if !s.observed.isEmpty, s.status != .notRun { line += "  " + s.observed.joined(separator: "; ") }
             lines.append(line)
             for d in s.differences { lines.append("       " + d) }
+        }
+        if !tolerances.isEmpty {
+            lines.append("tolerated (not divergence\(comparison == "strict" ? "" : "; --strict counts them")):")
+            for t in tolerances.prefix(verbose ? tolerances.count : 12) { lines.append("       " + t) }
+            if !verbose, tolerances.count > 12 { lines.append("       and \(tolerances.count - 12) more (--verbose lists them)") }
         }
         let total = steps.count
         let diverged = counts["diverged"] ?? 0

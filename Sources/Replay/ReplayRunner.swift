@@ -50,11 +50,14 @@ public struct ReplayOptions: Sendable {
     public var readOnly = false
     /// The ATT transaction timeout; 30 s as the Core specification sets it.
     public var attTimeout: Int64 = ScriptedCentral.defaultTransactionTimeout
+    /// By protocol progress (default) or step by step as recorded (`--strict`).
+    public var comparison: ReplayComparison = .progress
     /// Says why the link could not be opened (the target's last error).
     public var connectFailure: (@Sendable () async -> String?)?
 
     public init(timing: ReplayTiming = .recorded, settings: [String: String] = [:], readOnly: Bool = false,
-                attTimeout: Int64 = ScriptedCentral.defaultTransactionTimeout) {
+                attTimeout: Int64 = ScriptedCentral.defaultTransactionTimeout, comparison: ReplayComparison = .progress) {
+        self.comparison = comparison
         self.timing = timing
         self.settings = settings
         self.readOnly = readOnly
@@ -97,7 +100,8 @@ public struct ReplayRunner {
         let outcomes = await run.go()
         let endedAt = await link.now()
         return ReplayReport(script: script.source.capture, target: target, timing: options.timing.description,
-                            steps: outcomes, duration: endedAt - startedAt)
+                            steps: outcomes, duration: endedAt - startedAt, comparison: options.comparison,
+                            tolerances: run.tolerances)
     }
 }
 
@@ -113,6 +117,11 @@ private final class Run: @unchecked Sendable {
     var connected = false
     var discovered = false
     var start: Int64 = 0
+    /// What differed from the recording but was tolerated (progress comparison), one line each.
+    var tolerances: [String] = []
+    /// The last folded run on each characteristic, to judge notifications after it.
+    var lastFolds: [BluetoothUUID: ProgressFold] = [:]
+    var progress: Bool { options.comparison == .progress }
 
     init(script: SessionScript, options: ReplayOptions, link: any TimedATTBearer & LinkControl, values: [Int: [UInt8]]) {
         self.script = script
@@ -143,8 +152,17 @@ private final class Run: @unchecked Sendable {
                 if wait > 0 { try? await link.wait(wait) }
             }
             var outcome = StepOutcome(index: index + 1, step: step)
+            // Progress comparison: a run of notifications on a protocol characteristic is waited
+            // for as one protocol condition; its later steps are reported as folded into it.
+            var folded: [StepOutcome] = []
+            var next = index + 1
             do {
-                try await perform(step, index, &outcome)
+                if progress, !options.readOnly, let run = foldableRun(at: index) {
+                    folded = try await notifications(run, &outcome)
+                    next = run.upperBound
+                } else {
+                    try await perform(step, index, &outcome)
+                }
             } catch {
                 switch error {
                 case .failed(let why):
@@ -173,17 +191,18 @@ private final class Run: @unchecked Sendable {
             }
             outcome.observedAt = await link.now() - start
             outcomes.append(outcome)
+            outcomes += folded
             if outcome.status == .failed {
-                for j in (index + 1)..<steps.count {
+                for j in next..<steps.count {
                     var notRun = StepOutcome(index: j + 1, step: steps[j])
                     notRun.status = .notRun
                     outcomes.append(notRun)
                 }
                 break
             }
-            previousRecorded = step.at
+            previousRecorded = steps[next - 1].at
             previousDone = await link.now()
-            index += 1
+            index = next
         }
         if connected {
             if var last = outcomes.popLast() {
@@ -339,7 +358,17 @@ private final class Run: @unchecked Sendable {
         discovered = true
         let found = Set(table.characteristics.values.map(\.uuid.canonicalString))
         o.observe("\(found.count) characteristics")
-        let missing = (step.expect?.characteristics ?? []).filter { !found.contains($0) }
+        var missing = (step.expect?.characteristics ?? []).filter { !found.contains($0) }
+        if progress {
+            // A recorded characteristic the session never uses (Database Hash, a vendor's extra
+            // service) says nothing about the protocol: tolerated.
+            let used = Set(script.steps.compactMap(\.characteristic))
+            let unused = missing.filter { !used.contains($0) }
+            if !unused.isEmpty {
+                tolerances.append("discovery (step \(o.step)): the target lacks \(unused.count) recorded characteristic\(unused.count == 1 ? "" : "s") the session never uses: \(unused.map(Names.of).joined(separator: ", "))")
+            }
+            missing = missing.filter { used.contains($0) }
+        }
         if !missing.isEmpty {
             o.diverge("the target lacks \(missing.count) recorded characteristic\(missing.count == 1 ? "" : "s"): \(missing.map(Names.of).joined(separator: ", "))")
         }
@@ -417,6 +446,73 @@ private final class Run: @unchecked Sendable {
         }
     }
 
+    /// The run of notification steps starting at `index` on one characteristic whose
+    /// notifications fold into protocol progress, or nil.
+    func foldableRun(at index: Int) -> Range<Int>? {
+        let steps = script.steps
+        let first = steps[index]
+        guard first.action == .notification, let text = first.characteristic, let uuid = BluetoothUUID(string: text),
+              ProgressFold(characteristic: uuid) != nil else { return nil }
+        var end = index + 1
+        while end < steps.count, steps[end].action == .notification, steps[end].characteristic == text { end += 1 }
+        return index..<end
+    }
+
+    /// Waits for a run of recorded notifications as one protocol condition: notifications are
+    /// folded until the target's progress reaches the recording's last phase (or a phase the
+    /// protocol does not leave, or the run's time is up), then compared as folds. Returns the
+    /// outcomes of the run's later steps; `o` is the first step's.
+    func notifications(_ run: Range<Int>, _ o: inout StepOutcome) async throws(Stop) -> [StepOutcome] {
+        let steps = script.steps
+        let first = steps[run.lowerBound]
+        guard let text = first.characteristic, let uuid = BluetoothUUID(string: text),
+              var recorded = ProgressFold(characteristic: uuid), var observed = ProgressFold(characteristic: uuid)
+        else { return [] }
+        let name = Names.of(text)
+        o.name = name
+        for i in run { if let hex = steps[i].expect?.value, let v = Hex.bytes(hex) { recorded.add(v) } }
+        // The run may take as long as its steps' timeouts together (each twice its recorded gap).
+        var budget: Int64 = 0
+        for i in run { budget = min(ReplayRunner.longestWait, budget + min(max(steps[i].timeout ?? 10_000_000, 0), ReplayRunner.longestWait)) }
+        let deadline = await link.now() + budget
+        var timedOut = false
+        while !observed.reached(recorded) {
+            let left = deadline - (await link.now())
+            guard left > 0 else {
+                timedOut = true
+                break
+            }
+            let value: [UInt8]?
+            do { value = try await central.nextNotification(uuid, within: left) } catch { throw stop(error) }
+            guard let value else {
+                if !(await link.isConnected()) { throw .linkDropped }
+                timedOut = true
+                break
+            }
+            observed.add(value)
+        }
+        lastFolds[uuid] = observed
+        let kind = first.indication == true ? "indication" : "notification"
+        o.observe("\(observed.summary) (\(observed.count) \(kind)\(observed.count == 1 ? "" : "s"), \(run.count) recorded)")
+        var differences = observed.differences(from: recorded)
+        // A recording that itself waited in vain (a scan without END) is not waited past.
+        if timedOut, differences.isEmpty, recorded.reached(recorded), !observed.reached(recorded) {
+            differences.append((0, "waited \(Double(budget) / 1e6) s for \(recorded.summary); observed \(observed.summary)"))
+        }
+        if differences.isEmpty { tolerances += observed.tolerated(against: recorded, name: "\(name) (step \(run.lowerBound + 1))") }
+        var later = run.dropFirst().map { i in
+            var folded = StepOutcome(index: i + 1, step: steps[i])
+            folded.name = name
+            folded.observe("folded into step \(run.lowerBound + 1)")
+            return folded
+        }
+        // Each difference is told at the recorded notification where it shows.
+        for (at, why) in differences {
+            if at <= 0 || at > later.count { o.diverge(why) } else { later[at - 1].diverge(why) }
+        }
+        return later
+    }
+
     func notification(_ step: ReplayStep, _ o: inout StepOutcome) async throws(Stop) {
         guard let text = step.characteristic, let uuid = BluetoothUUID(string: text) else {
             o.skip("no characteristic named")
@@ -468,16 +564,37 @@ private final class Run: @unchecked Sendable {
         }
         o.observe(ValueMeaning.describe(shown, characteristic: uuid, written: false) ?? Hex.string(shown))
         guard let hex = step.expect?.value, let recorded = Hex.bytes(hex) else { return }
-        if let difference = ValueMeaning.difference(recorded: recorded, observed: shown, characteristic: uuid) {
+        guard let difference = ValueMeaning.difference(recorded: recorded, observed: shown, characteristic: uuid, progress: progress) else { return }
+        if progress, step.action == .read, ValueMeaning.isInformational(uuid) {
+            // A Device Name, a firmware revision, a descriptor: what the device says about itself.
+            tolerances.append("\(o.name ?? "a descriptor") (step \(o.step)): informational read: \(difference)")
+        } else {
             o.diverge(difference)
         }
     }
 
     /// Notifications that came and that the recording does not have.
     func checkUnexpectedNotifications(_ o: inout StepOutcome) async {
-        let extra = await central.takeUnconsumedNotifications()
+        var extra = await central.takeUnconsumedNotifications()
         guard !extra.isEmpty else { return }
         let table = await central.table
+        if progress {
+            // More updates of the phase a folded run ended in are the device's cadence, not a
+            // difference; one that moves the protocol on is.
+            var tolerated: [String: Int] = [:]
+            extra = extra.filter { n in
+                guard let uuid = table.info(for: n.handle)?.uuid, var fold = lastFolds[uuid] else { return true }
+                let before = (fold.phases, fold.networks, fold.problems.count)
+                fold.add(n.value)
+                guard before == (fold.phases, fold.networks, fold.problems.count) else { return true }
+                tolerated[Names.of(uuid.canonicalString), default: 0] += 1
+                return false
+            }
+            for (name, n) in tolerated.sorted(by: { $0.key < $1.key }) {
+                tolerances.append("\(name): \(n) more notification\(n == 1 ? "" : "s") of the phase already reached")
+            }
+            guard !extra.isEmpty else { return }
+        }
         for n in extra.prefix(5) {
             let uuid = table.info(for: n.handle)?.uuid
             let meaning = ValueMeaning.describe(n.value, characteristic: uuid, written: false) ?? Hex.string(n.value)

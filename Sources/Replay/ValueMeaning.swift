@@ -25,15 +25,33 @@ enum ValueMeaning {
             return "URL \(ProtocolText.display(bytes))"
         case SensorScan.characteristic:
             return "\"\(ProtocolText.display(bytes))\""
+        case NRF7.controlPoint where !written:
+            guard let r = NRF7.Response.decode(bytes).0 else { return nil }
+            var text = "response \(r.requestOpCode?.description ?? "?") \(r.status?.description ?? "?")"
+            if let state = r.deviceStatus?.state { text += " state \(state)" }
+            return text
+        case NRF7.dataOut:
+            guard let r = NRF7.Result.decode(bytes).0 else { return nil }
+            if let record = r.scanRecord { return "network \"\(record.wifi?.ssidText ?? "")\"" }
+            if let state = r.state { return "state \(state)\(r.reason.map { " \($0)" } ?? "")" }
+            return nil
         default:
             return nil
         }
     }
 
     /// Whether an observed value is equivalent to the recorded one, and if not, why (one line).
-    static func difference(recorded: [UInt8], observed: [UInt8], characteristic: BluetoothUUID?) -> String? {
+    static func difference(recorded: [UInt8], observed: [UInt8], characteristic: BluetoothUUID?, progress: Bool = false) -> String? {
         if recorded == observed { return nil }
         switch characteristic {
+        case NRF7.controlPoint? where progress:
+            // The answer's operation, status and connection state are the protocol; the IP
+            // address, BSSID, channel and scan parameters a status carries are the network's.
+            if let r = NRF7.Response.decode(recorded).0, let o = NRF7.Response.decode(observed).0,
+               r.requestOpCode == o.requestOpCode, r.status == o.status, r.deviceStatus?.state == o.deviceStatus?.state,
+               r.deviceStatus?.provisioningInfo?.ssid == o.deviceStatus?.provisioningInfo?.ssid {
+                return nil
+            }
         case SpeakerOTA.status?:
             let r = SpeakerOTA.Status.decode(recorded).0
             let o = SpeakerOTA.Status.decode(observed).0
@@ -48,6 +66,13 @@ enum ValueMeaning {
         let r = describe(recorded, characteristic: characteristic, written: false) ?? Hex.string(recorded)
         let o = describe(observed, characteristic: characteristic, written: false) ?? Hex.string(observed)
         return r == o ? "recorded \(Hex.string(recorded)), observed \(Hex.string(observed))" : "recorded \(r), observed \(o)"
+    }
+
+    /// A read whose value says what the device is rather than what the protocol did: a SIG
+    /// characteristic (Device Name, firmware revision) or a descriptor.
+    static func isInformational(_ characteristic: BluetoothUUID?) -> Bool {
+        guard let c = characteristic else { return true }
+        return c.uuid16 != nil
     }
 
     /// A scan chunk with the RSSI of each `SSID,RSSI` line replaced, so that signal strength

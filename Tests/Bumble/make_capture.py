@@ -437,7 +437,7 @@ async def run_speaker(rig: Rig, name: str, v: dict) -> dict:
         total = 1536
         await push(connection, status(0x03))
         await push(connection, status(0x04, rssi=-52))
-        for p in (0, 25, 50, 75, 100):
+        for p in v.get("progress", (0, 25, 50, 75, 100)):
             rig.snooper.wait(400)
             await push(connection, status(0x05, progress=p, done_kb=total * p // 100, total_kb=total, rssi=-52))
         await push(connection, status(0x06, progress=100, done_kb=total, total_kb=total, rssi=-52))
@@ -475,6 +475,16 @@ async def run_speaker(rig: Rig, name: str, v: dict) -> dict:
         Characteristic(SPK_CONTROL, Characteristic.Properties.WRITE, Characteristic.WRITEABLE, CharacteristicValue(write=on_control)),
         status_char,
     ]
+    if v.get("extra_services"):
+        # Another firmware's table: a Device Information and a vendor service before the OTA
+        # service, so every OTA handle is elsewhere than in GATTLab's emulated speaker.
+        rig.peripheral.add_service(Service("180A", [
+            Characteristic("2A26", Characteristic.Properties.READ, Characteristic.READABLE, b"bumble-fw-9.9.9"),
+        ]))
+        rig.peripheral.add_service(Service("0000fe59-0000-1000-8000-00805f9b34fb", [
+            Characteristic("8ec90003-f315-4f60-9fb8-838830daea50", Characteristic.Properties.WRITE | Characteristic.Properties.INDICATE,
+                           Characteristic.WRITEABLE, CharacteristicValue(write=lambda _c, _v: None)),
+        ]))
     rig.peripheral.add_service(Service(SPEAKER_SERVICE, chars))
     await rig.power_on()
     await rig.advertise(SPEAKER_SERVICE, "bumble-speaker")
@@ -482,7 +492,7 @@ async def run_speaker(rig: Rig, name: str, v: dict) -> dict:
     url = b"https://updates.example.com/speaker/fw-2.4.1.bin"
     connection = await rig.scan_and_connect(SPEAKER_SERVICE)
     peer = Peer(connection)
-    await discover(peer, 185)
+    await discover(peer, v.get("mtu", 185))
     got = Notifications()
     await peer.subscribe(characteristic(peer, SPK_STATUS), got)
     await peer.write_value(characteristic(peer, SPK_CREDS), SSID.encode() + b"\0" + PASSWORD.encode(), with_response=True)
@@ -833,6 +843,10 @@ CAPTURES: dict[str, tuple] = {}
 for _name, _v in SENSOR_VARIANTS.items():
     CAPTURES[f"sensor-{_name}"] = (run_sensor, _name, _v)
 CAPTURES["speaker-ota"] = (run_speaker, "ota", {})
+# Another speaker firmware: other handles (two services before OTA), a progress notification
+# every 10 %, and MTU 23 so the URL goes as a long write.
+CAPTURES["speaker-ota-other-firmware"] = (run_speaker, "ota-other-firmware",
+                                          {"extra_services": True, "progress": tuple(range(0, 101, 10)), "mtu": 23})
 CAPTURES["nrf7-provisioning"] = (run_nrf7, "success", {})
 CAPTURES["nrf7-auth-error"] = (run_nrf7, "auth-error", {"fail": True})
 CAPTURES["esp-sec0"] = (run_esp, "sec0", {"sec": 0})

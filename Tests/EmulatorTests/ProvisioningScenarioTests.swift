@@ -61,7 +61,7 @@ final class ProvisioningScenarioTests: XCTestCase {
 
     func testNRF7Faults() async throws {
         var d = try await summary("nrf7-wrong-password")
-        XCTAssertEqual(d.summary.suffix(2), ["nrf7.state:AUTHENTICATION", "nrf7.state:CONNECTION_FAILED:AUTH_ERROR"])
+        XCTAssertEqual(d.summary.suffix(2), ["nrf7.state:ASSOCIATION", "nrf7.state:CONNECTION_FAILED:AUTH_ERROR"], "WPA checks the passphrase after association")
         d = try await summary("nrf7-network-not-found")
         XCTAssertEqual(d.summary.suffix(2), ["nrf7.response:SET_CONFIG:SUCCESS", "nrf7.state:CONNECTION_FAILED:NETWORK_NOT_FOUND"])
         d = try await summary("nrf7-invalid-passphrase")

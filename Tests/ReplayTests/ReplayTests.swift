@@ -36,9 +36,14 @@ final class ReplayTests: XCTestCase {
             let spec = try XCTUnwrap(EmulatedDeviceSpec.forRecording(named: path), path)
             let script = try ScriptExtractor.extract(path: path, options: ExtractOptions(revealSecrets: true))
             XCTAssertGreaterThan(script.steps.count, 5, path)
-            let link = EmulatedLink(seed: 1, device: spec.factory)
-            let report = try await ReplayRunner(script: script).run(on: link, target: "emu:\(spec.name)")
-            XCTAssertEqual(report.verdict, .equivalent, "\(path):\n\(report.text(verbose: false, color: false))")
+            for comparison in ReplayComparison.allCases {
+                // --strict is the step-by-step comparison from before progress comparison: the
+                // project's own recordings stay equivalent under both.
+                let link = EmulatedLink(seed: 1, device: spec.factory)
+                let report = try await ReplayRunner(script: script, options: ReplayOptions(comparison: comparison))
+                    .run(on: link, target: "emu:\(spec.name)")
+                XCTAssertEqual(report.verdict, .equivalent, "\(path) (\(comparison)):\n\(report.text(verbose: false, color: false))")
+            }
         }
     }
 
@@ -51,7 +56,7 @@ final class ReplayTests: XCTestCase {
         let errorStep = try XCTUnwrap(Self.step(wrong, notifying: "ERROR"))
         XCTAssertEqual(report.firstProblem, errorStep, report.text(verbose: true, color: false))
         let first = try XCTUnwrap(report.steps.first { $0.step == errorStep })
-        XCTAssertTrue(first.differences.joined().contains("recorded status ERROR error WIFI_CONNECT"), "\(first.differences)")
+        XCTAssertTrue(first.differences.joined().contains("where the recording reached status ERROR error WIFI_CONNECT"), "\(first.differences)")
 
         // The reverse: a normal session against the speaker with the wrong password.
         let normal = try Self.script("speaker-ota-mtu247")
@@ -71,7 +76,12 @@ final class ReplayTests: XCTestCase {
         XCTAssertEqual(dropped.verdict, .diverged)
         let firstChunk = try XCTUnwrap(normal.steps.firstIndex { $0.action == .notification }) + 1
         XCTAssertEqual(dropped.firstProblem, firstChunk, dropped.text(verbose: true, color: false))
-        XCTAssertTrue(dropped.steps[firstChunk - 1].differences.joined().contains("no notification within"))
+        // Compared by protocol progress, a lost chunk is the networks it carried.
+        XCTAssertTrue(dropped.steps[firstChunk - 1].differences.joined().contains("networks recorded but not observed"),
+                      dropped.text(verbose: true, color: false))
+        let strict = try await Self.replay(normal, on: "sensor-scan-dropped", options: ReplayOptions(comparison: .strict))
+        XCTAssertTrue(strict.steps[firstChunk - 1].differences.joined().contains("no notification within"),
+                      "--strict waits for each recorded notification: \(strict.text(verbose: true, color: false))")
 
         // And the reverse: the recording without END, against a sensor that sends it.
         let recordedMissing = try Self.script("sensor-scan-missing-end-mtu247")
