@@ -15,6 +15,8 @@ public struct ESPConfiguration: Sendable, Hashable {
     public var environment: WiFiEnvironment?
     /// How long a Wi-Fi scan takes.
     public var scanDuration: Int64 = 2_200_000
+    /// A recorded device's database to serve instead of the built-in one (`emulate --from`).
+    public var recordedTable: RecordedTable?
     public init() {}
 
     /// The proto-ver answer.
@@ -71,8 +73,8 @@ public final class ESPDevice: DeviceModel {
         var random = SeededRandom(seed: seed &+ 7)
         privateKey = (0..<32).map { _ in UInt8(truncatingIfNeeded: random.next()) }
         self.random = random
-        let table = BuiltInProfiles.table(named: "esp")?.table ?? AttributeTable()
-        server = GATTServer(table: table, serverMTU: serverMTU, values: [3: Array("PROV_3C71BF".utf8), 5: [0x00, 0x00]])
+        server = RecordedTable.server(configuration.recordedTable, builtIn: "esp", serverMTU: serverMTU,
+                                      values: [3: Array("PROV_3C71BF".utf8), 5: [0x00, 0x00]])
         var handles: [ESPProvisioning.Endpoint: UInt16] = [:]
         for endpoint in ESPProvisioning.Endpoint.allCases {
             if let h = server.valueHandle(of: endpoint.defaultUUID) { handles[endpoint] = h }

@@ -18,6 +18,8 @@ public struct NRF7Configuration: Sendable, Hashable {
     /// The Control Point and both CCCDs need an encrypted link, as Nordic's sample builds them.
     /// False is a misconfigured firmware: provisioning works on a plain link, passphrase and all.
     public var controlPointNeedsEncryption = true
+    /// A recorded device's database to serve instead of the built-in one (`emulate --from`).
+    public var recordedTable: RecordedTable?
     public init() {}
 }
 
@@ -56,11 +58,13 @@ public final class NRF7Device: DeviceModel {
         self.configuration = configuration
         environment = configuration.environment ?? .neighbourhood(seed: seed)
         random = SeededRandom(seed: seed &+ 5)
-        let table = BuiltInProfiles.table(named: "nrf7")?.table ?? AttributeTable()
-        server = GATTServer(table: table, serverMTU: serverMTU, values: [
+        server = RecordedTable.server(configuration.recordedTable, builtIn: "nrf7", serverMTU: serverMTU, values: [
             3: Array("nRF7-Wi-Fi-Prov".utf8), 5: [0x00, 0x00],
             12: NRF7.Info(version: configuration.version).encode(),
         ])
+        if configuration.recordedTable != nil, let info = server.valueHandle(of: NRF7.info), server.value(of: info)?.isEmpty ?? true {
+            server.setValue(NRF7.Info(version: configuration.version).encode(), for: info)
+        }
         server.dropsOversizedValues = true
         server.unencryptedAccessError = .insufficientAuthentication
         controlHandle = server.valueHandle(of: NRF7.controlPoint) ?? 14

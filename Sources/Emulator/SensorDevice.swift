@@ -34,6 +34,8 @@ public struct SensorConfiguration: Sendable, Hashable {
     public var delayedNotifications: [Int: Int64] = [:]
     /// Planted bugs (see `SensorQuirk`); none by default.
     public var quirks: Set<SensorQuirk> = []
+    /// A recorded device's database to serve instead of the built-in one (`emulate --from`).
+    public var recordedTable: RecordedTable?
     public init() {}
 
     /// A plausible neighbourhood, the same for the same seed.
@@ -65,8 +67,8 @@ public final class SensorDevice: DeviceModel {
         self.configuration = configuration
         networks = configuration.networks ?? SensorConfiguration.networks(seed: seed)
         random = SeededRandom(seed: seed &+ 3)
-        let table = BuiltInProfiles.table(named: "sensor")?.table ?? AttributeTable()
-        server = GATTServer(table: table, serverMTU: serverMTU, values: [3: Array("Sensor-Scan".utf8), 5: [0x00, 0x05]])
+        server = RecordedTable.server(configuration.recordedTable, builtIn: "sensor", serverMTU: serverMTU,
+                                      values: [3: Array("Sensor-Scan".utf8), 5: [0x00, 0x05]])
         scanHandle = server.valueHandle(of: SensorScan.characteristic) ?? 12
         server.onWrite(scanHandle) { [weak self] _, w in
             guard let self else { return .unlikelyError }  // the server outlived its model

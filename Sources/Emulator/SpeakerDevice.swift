@@ -60,6 +60,8 @@ public struct SpeakerConfiguration: Sendable, Hashable {
     public var credentialsReadable = false
     /// Without VALIDATE this long after the reboot, the device rolls back by itself.
     public var validateTimeout: Int64 = 120_000_000
+    /// A recorded device's database to serve instead of the built-in one (`emulate --from`).
+    public var recordedTable: RecordedTable?
     /// Planted bugs (see `SpeakerQuirk`); none by default.
     public var quirks: Set<SpeakerQuirk> = []
     public init() {}
@@ -102,7 +104,7 @@ public final class SpeakerDevice: DeviceModel {
         self.configuration = configuration
         random = SeededRandom(seed: seed &+ 1)
         rssi = Int8(-40 - Int(random.below(30)))
-        var table = BuiltInProfiles.table(named: "speaker")?.table ?? AttributeTable()
+        var table = configuration.recordedTable?.table ?? BuiltInProfiles.table(named: "speaker")?.table ?? AttributeTable()
         if configuration.credentialsReadable,
            let c = table.characteristics.values.first(where: { $0.uuid == SpeakerOTA.credentials }) {
             table.addCharacteristic(declaration: c.declarationHandle, properties: c.properties | 0x02, valueHandle: c.valueHandle, uuid: c.uuid)
@@ -112,10 +114,15 @@ public final class SpeakerDevice: DeviceModel {
             // The ack/reset feature: the status declaration says Write too.
             table.addCharacteristic(declaration: c.declarationHandle, properties: c.properties | 0x08, valueHandle: c.valueHandle, uuid: c.uuid)
         }
-        server = GATTServer(table: table, serverMTU: serverMTU, values: [
-            3: Array("CV-Speaker".utf8), 5: [0x41, 0x08],
-            12: [0x00, 0x32, 0x00, 0x00],  // DSP settings
-        ])
+        if var recorded = configuration.recordedTable {
+            recorded.table = table
+            server = RecordedTable.server(recorded, builtIn: "speaker", serverMTU: serverMTU, values: [:])
+        } else {
+            server = GATTServer(table: table, serverMTU: serverMTU, values: [
+                3: Array("CV-Speaker".utf8), 5: [0x41, 0x08],
+                12: [0x00, 0x32, 0x00, 0x00],  // DSP settings
+            ])
+        }
         statusHandle = server.valueHandle(of: SpeakerOTA.status) ?? 20
         credentialsHandle = server.valueHandle(of: SpeakerOTA.credentials) ?? 14
         urlHandle = server.valueHandle(of: SpeakerOTA.url) ?? 16

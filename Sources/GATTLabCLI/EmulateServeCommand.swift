@@ -1,6 +1,7 @@
 import ArgumentParser
 import Dispatch
 import Emulator
+import Replay
 import Foundation
 import Transport
 #if canImport(Glibc)
@@ -49,11 +50,21 @@ extension EmulateCommand {
                   gattlab emulate sensor-scan --listen unix:/tmp/s.sock --connections 1 --quiet
                   gattlab emulate speaker --quirk ssid-overflow --exit-on-crash --listen unix:/tmp/f.sock
                   gattlab emulate speaker-ota --hci hci1
+                  gattlab emulate --from field.btsnoop --listen unix:/tmp/recorded.sock
+                  gattlab emulate speaker-download-stall --from field.btsnoop --hci hci1
                 """ + "\n\n" + ExitStatus.help([.success, .usage, .unavailable, .software, .cannotCreate]))
 
-        @Argument(help: ArgumentHelp("The device: speaker, sensor, nrf7, esp, or a scenario name for its device with that scenario's faults (see `gattlab emulate list`).",
+        @Argument(help: ArgumentHelp("The device: speaker, sensor, nrf7, esp, or a scenario name for its device with that scenario's faults (see `gattlab emulate list`). With --from and no device: the recorded one.",
                                      valueName: "device"))
-        var device: String
+        var device: String?
+
+        @Option(name: .customLong("from"), help: ArgumentHelp("Build the device from a capture: its GATT table as discovered, the values it returned to reads, the MTU it accepted, its cadence and the Wi-Fi networks it saw; the protocol's state machine bound to that table, or, for a protocol gattlab does not model, a clone that answers as recorded. With a device name, that device (faults included) shaped like the recorded one.",
+                                                        valueName: "capture"))
+        var from: String?
+
+        @Option(name: .customLong("device-address"), help: ArgumentHelp("With --from: the recorded device, by address, when the capture has several (default: the first with ATT traffic).",
+                                                                        valueName: "addr"))
+        var recordedAddress: String?
 
         @Option(name: .long, help: ArgumentHelp("Where to listen: unix:PATH (a path of at most 107 bytes; a stale socket file is replaced, any other file is not).",
                                                 valueName: "unix:path"))
@@ -97,11 +108,18 @@ extension EmulateCommand {
         }
 
         func validate() throws {
-            do {
-                _ = try EmulatedDeviceSpec.named(device, quirks: quirk)
-            } catch {
-                throw ValidationError(error.description)
+            if let device {
+                do {
+                    _ = try EmulatedDeviceSpec.named(device, quirks: quirk)
+                } catch {
+                    throw ValidationError(error.description)
+                }
+            } else if from == nil {
+                throw ValidationError("give the device to emulate (speaker, sensor, nrf7, esp or a scenario), or --from CAPTURE")
+            } else if !quirk.isEmpty {
+                throw ValidationError("--quirk plants a bug in a named device; give its name with --from")
             }
+            if recordedAddress != nil, from == nil { throw ValidationError("--device-address picks the device of a --from capture") }
             switch (listen, hci) {
             case (nil, nil): throw ValidationError("give --listen unix:PATH (a Unix socket) or --hci hciN (a Bluetooth controller)")
             case (.some, .some): throw ValidationError("give --listen or --hci, not both")
@@ -118,8 +136,28 @@ extension EmulateCommand {
             if let connections, connections < 1 { throw ValidationError("--connections must be at least 1") }
         }
 
+        /// The named device, the recorded one (--from), or the named one shaped like the recorded one.
+        func deviceSpec() throws -> EmulatedDeviceSpec {
+            let named = try device.map { name in
+                do { return try EmulatedDeviceSpec.named(name, quirks: quirk) } catch { throw ExitCode(ExitStatus.usage.rawValue) }
+            }
+            guard let from else {
+                guard let named else { throw ExitCode(ExitStatus.usage.rawValue) }
+                return named
+            }
+            // The device keeps the recorded credentials in memory to answer joins as it did.
+            let recorded = try ReplayCommand.recordedDevice(from, ExtractOptions(peer: recordedAddress, revealSecrets: true))
+            let values = (try? ReplayRunner(script: recorded.script).values()) ?? [:]
+            if let named { return recorded.shape(named, values: values) }
+            guard let spec = recorded.emulated(values: values) else {
+                throw Failure(.badInput, "the capture has no discovery of the device to build it from", file: from,
+                              hint: "use a capture in which the phone discovered the device's services, or name a device to emulate")
+            }
+            return spec
+        }
+
         func run() throws {
-            guard let spec = try? EmulatedDeviceSpec.named(device, quirks: quirk) else { throw ExitCode(ExitStatus.usage.rawValue) }
+            let spec = try deviceSpec()
             let stop = StopSignal()
             // Signals become a stop request that the serving loop sees within 50 ms; it then
             // closes the client and removes the socket file. Set up before the socket exists, so

@@ -172,7 +172,7 @@ struct ReplayCommand: ParsableCommand {
                                         readOnly: parsed.isRealDevice && !allowWrites,
                                         attTimeout: Int64(attTimeout * 1_000_000),
                                         comparison: strict ? .strict : .progress)
-            let script = try loadScript(revealSecrets: !parsed.isRealDevice)
+            let (script, recordedDevice) = try loadRecording(revealSecrets: !parsed.isRealDevice)
             if let record, FileManager.default.fileExists(atPath: record), !force {
                 throw Failure(.cannotCreate, "the --record output exists; nothing replayed", file: record,
                               hint: "add --force to replace it, or choose another --record file")
@@ -182,8 +182,23 @@ struct ReplayCommand: ParsableCommand {
             do { values = try runner.values() } catch {
                 throw Failure(error)
             }
-            if case .emulated(let spec) = parsed, table == .recorded, let world = RecordedWorld.from(script, values: values) {
-                parsed = .emulated(spec.inEnvironment(world.environment))
+            switch parsed {
+            case .emulated(let spec) where table == .recorded:
+                // Shaped like the recorded device: its table and cadence (from a capture), its Wi-Fi world.
+                if let recordedDevice {
+                    parsed = .emulated(recordedDevice.shape(spec, values: values))
+                } else if let world = RecordedWorld.from(script, values: values) {
+                    parsed = .emulated(spec.inEnvironment(world.environment))
+                }
+            case .recorded:
+                guard let spec = recordedDevice?.emulated(values: values) else {
+                    throw Failure(.usage, recordedDevice == nil ? "emu:recorded is built from a capture, and this is a script"
+                                                               : "the capture has no discovery of the device to build emu:recorded from",
+                                  file: input, hint: "give the capture itself, one where the phone discovered the device")
+                }
+                parsed = .emulated(spec)
+            default:
+                break
             }
             let target = parsed
             // One link per repetition: a fresh emulated device, or a new connection to the
@@ -197,7 +212,7 @@ struct ReplayCommand: ParsableCommand {
                     let e = EmulatedLink(seed: seed, device: spec.factory)
                     return (e, { await e.recording() }, nil)
                 }
-            case .unix, .bluez:
+            case .unix, .bluez, .recorded:
                 makeLink = {
                     let inner = try target.link(security: security, speed: speed)
                     let wrapped = RecordingLink(inner.link)
@@ -273,17 +288,35 @@ struct ReplayCommand: ParsableCommand {
 
         /// A script file, or a capture extracted on the fly (its secrets kept only for emulators).
         func loadScript(revealSecrets: Bool) throws -> SessionScript {
+            try loadRecording(revealSecrets: revealSecrets).script
+        }
+
+        /// The script, and the recorded device when the input is a capture (a script file carries
+        /// only the session).
+        func loadRecording(revealSecrets: Bool) throws -> (script: SessionScript, device: RecordedDevice?) {
             guard let data = FileManager.default.contents(atPath: input) else {
                 throw Failure(.noInput, "cannot open the script or capture", file: input, hint: "check the path and that the file is readable")
             }
             if data.first(where: { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }) == UInt8(ascii: "{") {
                 do {
-                    return try SessionScript.parse(data, path: input)
+                    return (try SessionScript.parse(data, path: input), nil)
                 } catch {
                     throw Failure(error)
                 }
             }
-            return try ReplayCommand.extract(input, ExtractOptions(revealSecrets: revealSecrets))
+            let device = try ReplayCommand.recordedDevice(input, ExtractOptions(revealSecrets: revealSecrets))
+            return (device.script, device)
+        }
+    }
+
+    /// The recorded device of a capture, with the CLI's errors.
+    static func recordedDevice(_ path: String, _ options: ExtractOptions) throws -> RecordedDevice {
+        do {
+            return try RecordedDevice.read(path: path, options: options)
+        } catch let error as CaptureError {
+            throw Failure(error)
+        } catch let error as ReplayError {
+            throw Failure(error, filtered: options.connection != nil || options.peer != nil)
         }
     }
 
@@ -318,10 +351,13 @@ extension Failure {
 /// Where `replay run` sends the script.
 enum ReplayTarget: CustomStringConvertible {
     case emulated(EmulatedDeviceSpec)
+    /// The device the capture recorded, emulated (`emu:recorded`); made once the capture is read.
+    case recorded
     case unix(String)
     case bluez(String)
 
     static func parse(_ text: String) throws -> ReplayTarget {
+        if text == "emu:recorded" { return .recorded }
         if text.hasPrefix("emu:") {
             let name = String(text.dropFirst(4))
             guard let spec = EmulatedDeviceSpec.named(name) else {
@@ -346,6 +382,7 @@ enum ReplayTarget: CustomStringConvertible {
     var description: String {
         switch self {
         case .emulated(let s): "emu:\(s.name)"
+        case .recorded: "emu:recorded"
         case .unix(let p): "unix:\(p)"
         case .bluez(let t): "bluez:\(t)"
         }
@@ -354,7 +391,7 @@ enum ReplayTarget: CustomStringConvertible {
     /// The link to a target outside this process, and how to ask it why a connection failed.
     func link(security: String, speed: Double) throws -> (link: any TimedATTBearer & LinkControl, failure: @Sendable () async -> String?) {
         switch self {
-        case .emulated:
+        case .emulated, .recorded:
             throw Failure(.software, "an emulated target has no outside link", hint: "this is a bug in gattlab; please report it with the command line")
         case .unix(let path):
             let link = UnixSocketLink(path: path, speed: speed)

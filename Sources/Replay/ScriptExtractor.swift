@@ -37,6 +37,24 @@ public final class ScriptExtractor {
         self.options = options
     }
 
+    /// The recorded device's table, as discovered on the connections `finish` chose (nil when
+    /// the capture has no discovery of it).
+    public private(set) var chosenTable: AttributeTable?
+
+    /// Reads `path` and returns the script and the recorded device's table.
+    public static func extractWithTable(path: String, options: ExtractOptions = ExtractOptions()) throws -> (SessionScript, AttributeTable?) {
+        let reader = try openCapture(path)
+        let extractor = ScriptExtractor(options: options)
+        let gatt = GATTDecoder()
+        while let record = try reader.next() {
+            gatt.consume(record)
+            if gatt.events.isEmpty { continue }
+            try extractor.consume(gatt, record: record)
+        }
+        let script = try extractor.finish(capture: path, gatt: gatt)
+        return (script, extractor.chosenTable)
+    }
+
     /// Reads `path` and returns the script. Capture errors come back as they are (file, record,
     /// offset); a capture with nothing to replay is a `ReplayError`.
     public static func extract(path: String, options: ExtractOptions = ExtractOptions()) throws -> SessionScript {
@@ -133,6 +151,11 @@ public final class ScriptExtractor {
             chosen = first.peer.map { p in withTraffic.filter { $0.peer == p } } ?? [first]
         }
         for b in chosen { b.finishDiscovery(table: gatt.table(for: b.key)?.0) }
+        // A connection's session (and its table) may be gone once it ended; the table kept per
+        // device (by address, else by connection) stays.
+        let kept = gatt.deviceTables.filter { $0.source == .discovered }
+        chosenTable = chosen.lazy.compactMap { gatt.table(for: $0.key).flatMap { $0.1 == .discovered ? $0.0 : nil } }.first
+            ?? chosen.lazy.compactMap { b in kept.first { $0.device == b.peer || $0.device == b.key.description }?.table }.first
         let start = chosen.map(\.firstTime).min() ?? 0
         var steps: [ReplayStep] = []
         for b in chosen.sorted(by: { $0.firstTime < $1.firstTime }) {

@@ -57,14 +57,15 @@ final class ForeignReplayTests: XCTestCase {
     func testWhatDiffersButIsToleratedIsReported() throws {
         let set = try BumbleCaptures.shared()
         let capture = try XCTUnwrap(set.manifest.first { $0.name == "speaker-ota-other-firmware" })
-        let run = try replay(set.path(capture), "emu:speaker")
+        // Against the emulator's own speaker (--table emulator), its progress cadence (every
+        // 10 %) is not the emulator's, and its extra services are not there: tolerated.
+        let run = try replay(set.path(capture), "emu:speaker", ["--table", "emulator"])
         XCTAssertEqual(run.verdict, "equivalent", run.text)
-        // Its progress cadence (every 10 %) is not the emulator's, and its extra services are not there.
         XCTAssertTrue(run.tolerances.contains { $0.hasPrefix("OTA_STATUS") && $0.contains("notifications recorded") }, "\(run.tolerances)")
         XCTAssertTrue(run.tolerances.contains { $0.contains("Firmware Revision String") && $0.contains("never uses") }, "\(run.tolerances)")
         XCTAssertTrue(run.text.contains("tolerated (not divergence"), run.text)
         // Compared step by step (--strict), the same session diverges on cadence.
-        let strict = try replay(set.path(capture), "emu:speaker", ["--strict"])
+        let strict = try replay(set.path(capture), "emu:speaker", ["--strict", "--table", "emulator"])
         XCTAssertEqual(strict.verdict, "diverged", strict.text)
         XCTAssertEqual(strict.status, 1)
         XCTAssertEqual(strict.report["comparison"] as? String, "strict")
@@ -114,5 +115,33 @@ final class ForeignReplayTests: XCTestCase {
         XCTAssertTrue(run.diverged.contains { $0.why.contains("networks recorded but not observed") }, run.text)
         let shaped = try replay(set.path(sensor), "emu:sensor")
         XCTAssertEqual(shaped.verdict, "equivalent", shaped.text)
+    }
+
+    func testAnotherFirmwaresTableAndCadenceAreServedAsRecorded() throws {
+        let set = try BumbleCaptures.shared()
+        let capture = try XCTUnwrap(set.manifest.first { $0.name == "speaker-ota-other-firmware" })
+        // Shaped like the recorded speaker (its handles, extra services, progress every 10 %),
+        // the emulated speaker answers even step by step as the recorded one did.
+        let shaped = try replay(set.path(capture), "emu:speaker", ["--strict"])
+        XCTAssertEqual(shaped.verdict, "equivalent", shaped.text)
+        let unshaped = try replay(set.path(capture), "emu:speaker", ["--strict", "--table", "emulator"])
+        XCTAssertEqual(unshaped.verdict, "diverged", unshaped.text)
+
+        // The same device served by `gattlab emulate --from` on a Unix socket.
+        let dir = try Harness.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let socket = dir.appendingPathComponent("recorded.sock").path
+        let emulator = Process()
+        emulator.executableURL = try Harness.gattlab
+        emulator.arguments = ["emulate", "--from", set.path(capture), "--listen", "unix:\(socket)", "--speed", "20", "--connections", "2", "--quiet"]
+        try emulator.run()
+        defer { if emulator.isRunning { emulator.terminate() } }
+        let deadline = Date().addingTimeInterval(20)
+        while !FileManager.default.fileExists(atPath: socket) && Date() < deadline { usleep(20_000) }
+        let r = try Harness.gattlab(["replay", "run", set.path(capture), "--target", "unix:\(socket)", "--speed", "20", "--strict"])
+        XCTAssertEqual(r.status, 0, r.stdout + r.stderr)
+        XCTAssertTrue(r.stdout.contains("equivalent"), r.stdout)
+        emulator.waitUntilExit()
+        XCTAssertEqual(emulator.terminationStatus, 0)
     }
 }

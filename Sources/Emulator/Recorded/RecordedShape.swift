@@ -1,0 +1,82 @@
+/// The pace a recorded device kept, where its protocol has one: how large its firmware was and
+/// how often it reported download progress, how long its Wi-Fi scan took, how far apart its scan
+/// notifications came and whether MORE/END travelled on their own. Nil fields keep the model's.
+public struct RecordedCadence: Sendable, Hashable {
+    public var firmwareKB: UInt16?
+    public var progressEveryKB: Int?
+    public var downloadKBPerSecond: Int?
+    public var scanDuration: Int64?
+    public var notificationGap: Int64?
+    public var separateMarkers: Bool?
+    public init() {}
+}
+
+extension EmulatedDeviceSpec {
+    /// The same device model (its faults and quirks kept) serving a recorded device's database:
+    /// its handles, extra services and read values, the MTU it accepted and its prepare-queue size.
+    public func withRecordedTable(_ recorded: RecordedTable) -> EmulatedDeviceSpec {
+        var spec = self
+        if let mtu = recorded.serverMTU { spec.serverMTU = min(spec.serverMTU, max(23, mtu)) }
+        switch configuration {
+        case .speaker(var c)?:
+            c.recordedTable = recorded
+            spec.set(.speaker(c))
+        case .sensor(var c)?:
+            c.recordedTable = recorded
+            spec.set(.sensor(c))
+        case .nrf7(var c)?:
+            c.recordedTable = recorded
+            spec.set(.nrf7(c))
+        case .esp(var c)?:
+            c.recordedTable = recorded
+            spec.set(.esp(c))
+        case nil:
+            return self
+        }
+        spec.summary += " (with the recorded GATT table)"
+        return spec
+    }
+
+    /// The same device model keeping the recorded device's pace.
+    public func withCadence(_ cadence: RecordedCadence) -> EmulatedDeviceSpec {
+        var spec = self
+        switch configuration {
+        case .speaker(var c)?:
+            if let v = cadence.firmwareKB { c.firmwareKB = max(1, v) }
+            if let v = cadence.progressEveryKB { c.progressEveryKB = max(1, v) }
+            if let v = cadence.downloadKBPerSecond { c.downloadKBPerSecond = max(1, v) }
+            spec.set(.speaker(c))
+        case .sensor(var c)?:
+            if let v = cadence.scanDuration { c.scanDuration = max(0, v) }
+            if let v = cadence.notificationGap { c.notificationGap = max(0, v) }
+            if let v = cadence.separateMarkers { c.separateMarkers = v }
+            spec.set(.sensor(c))
+        case .nrf7(var c)?:
+            if let v = cadence.scanDuration { c.scanDuration = max(0, v) }
+            spec.set(.nrf7(c))
+        case .esp(var c)?:
+            if let v = cadence.scanDuration { c.scanDuration = max(0, v) }
+            spec.set(.esp(c))
+        case nil:
+            return self
+        }
+        return spec
+    }
+
+    /// A clone of a recorded device whose protocol GATTLab does not model (`ClonedDevice`).
+    public static func clone(name: String, recorded: RecordedTable, reactions: [RecordedReaction]) -> EmulatedDeviceSpec {
+        EmulatedDeviceSpec(name: name, kind: "clone", summary: "a clone of the recorded device: its database, its answers as recorded",
+                           serverMTU: recorded.serverMTU ?? 247, make: { ClonedDevice.factory(recorded, reactions: reactions, serverMTU: $0) })
+    }
+
+    /// Puts a changed configuration in place, with the factory that builds it.
+    mutating func set(_ c: DeviceConfiguration) {
+        configuration = c
+        switch c {
+        case .speaker(let s): make = { SpeakerDevice.factory(s, serverMTU: $0) }
+        case .sensor(let s): make = { SensorDevice.factory(s, serverMTU: $0) }
+        case .nrf7(let s): make = { NRF7Device.factory(s, serverMTU: $0) }
+        case .esp(let s): make = { ESPDevice.factory(s, serverMTU: $0) }
+        }
+    }
+}

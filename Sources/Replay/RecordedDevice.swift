@@ -1,0 +1,173 @@
+import ATT
+import Emulator
+import GATT
+import Profiles
+
+/// A recorded device, read from a capture: the session the phone had with it, its GATT table as
+/// discovered with the values it returned to reads, its pace (progress cadence, scan timing,
+/// MTU accepted) and its answers to each write. `gattlab emulate --from CAPTURE` serves it, and
+/// `replay run CAPTURE --target emu:NAME` shapes the named device like it: the protocol's
+/// emulated state machine bound to the recorded table, keeping the recorded cadence; where the
+/// protocol is unknown, a clone that answers as recorded (`ClonedDevice`).
+public struct RecordedDevice: Sendable {
+    public var script: SessionScript
+    /// The database, when the capture has the device's discovery.
+    public var table: RecordedTable?
+    public var cadence: RecordedCadence
+    /// What the device answered to each write, and the notifications that followed.
+    public var reactions: [RecordedReaction]
+
+    /// Reads the device of `path` (`options.peer` or `.connection` pick one; secrets revealed
+    /// only with `options.revealSecrets`).
+    public static func read(path: String, options: ExtractOptions = ExtractOptions()) throws -> RecordedDevice {
+        let (script, table) = try ScriptExtractor.extractWithTable(path: path, options: options)
+        return RecordedDevice(script: script, table: table)
+    }
+
+    public init(script: SessionScript, table: AttributeTable?) {
+        self.script = script
+        cadence = Self.cadence(script)
+        reactions = table.map { Self.reactions(script, $0) } ?? []
+        self.table = table.map { RecordedTable(table: $0, values: Self.readValues(script, $0), serverMTU: Self.serverMTU(script)) }
+    }
+
+    /// The device protocol's model (`script.device`) when GATTLab knows it, else nil.
+    public var kind: String? { script.device }
+
+    /// `spec` shaped like the recorded device: its table, its cadence and its Wi-Fi world (`values`:
+    /// what the replay will send, for the world's password when the script is redacted).
+    public func shape(_ spec: EmulatedDeviceSpec, values: [Int: [UInt8]]) -> EmulatedDeviceSpec {
+        var shaped = spec
+        if let table, !table.table.isEmpty { shaped = shaped.withRecordedTable(table) }
+        shaped = shaped.withCadence(cadence)
+        if let world = RecordedWorld.from(script, values: values) { shaped = shaped.inEnvironment(world.environment) }
+        return shaped
+    }
+
+    /// The recorded device as an emulated one: the protocol's device shaped like it, or, for a
+    /// protocol GATTLab does not model, the clone. Nil when the capture has no table to clone.
+    public func emulated(values: [Int: [UInt8]]) -> EmulatedDeviceSpec? {
+        if let kind, let base = EmulatedDeviceSpec.named(kind) {
+            var spec = shape(base, values: values)
+            spec.name = "recorded"
+            return spec
+        }
+        guard let table, !table.table.isEmpty else { return nil }
+        return .clone(name: "recorded", recorded: table, reactions: reactions)
+    }
+
+    // MARK: Reading the recording
+
+    /// The handle a step names in the recorded table: a characteristic's value, or its descriptor.
+    static func handle(_ step: ReplayStep, _ table: AttributeTable, descriptor: BluetoothUUID? = nil) -> UInt16? {
+        if let h = step.handle { return h }
+        guard let text = step.characteristic, let uuid = BluetoothUUID(string: text),
+              let c = table.characteristics.values.filter({ $0.uuid == uuid }).min(by: { $0.valueHandle < $1.valueHandle })
+        else { return nil }
+        guard let d = descriptor ?? step.descriptor.flatMap(BluetoothUUID.init(string:)) else { return c.valueHandle }
+        let next = table.characteristics.values.map(\.declarationHandle).filter { $0 > c.valueHandle }.min() ?? 0xFFFF
+        return table.descriptors.filter { $0.value == d && $0.key > c.valueHandle && $0.key < next }.map(\.key).min()
+    }
+
+    /// The last value read at each handle.
+    static func readValues(_ script: SessionScript, _ table: AttributeTable) -> [UInt16: [UInt8]] {
+        var values: [UInt16: [UInt8]] = [:]
+        for step in script.steps where step.action == .read {
+            guard step.expect?.result != "error", let hex = step.expect?.value, let v = Hex.bytes(hex),
+                  let h = handle(step, table) else { continue }
+            values[h] = v
+        }
+        return values
+    }
+
+    /// The MTU the recorded stack capped the exchange at, when it answered less than was asked.
+    static func serverMTU(_ script: SessionScript) -> UInt16? {
+        let capped = script.steps.compactMap { s -> UInt16? in
+            guard s.action == .exchangeMTU, let asked = s.mtu, let agreed = s.expect?.mtu, agreed < asked else { return nil }
+            return agreed
+        }
+        return capped.min()
+    }
+
+    /// Each write and CCCD write with its answer and the notifications until the phone's next request.
+    static func reactions(_ script: SessionScript, _ table: AttributeTable) -> [RecordedReaction] {
+        var out: [RecordedReaction] = []
+        let steps = script.steps
+        for (i, step) in steps.enumerated() where step.action == .write || step.action == .subscribe {
+            let descriptor = step.action == .subscribe ? BluetoothUUID(uuid16: 0x2902) : nil
+            guard let handle = handle(step, table, descriptor: descriptor) else { continue }
+            // CCCD writes are the server's own business: only their error, if any, is recorded.
+            let error = step.expect?.result == "error" ? step.expect?.error.flatMap { Hex.bytes($0.replacingOccurrences(of: "0x", with: "")) }?.first
+                .flatMap(ATTErrorCode.init(rawValue:)) : nil
+            var notifications: [(handle: UInt16, value: [UInt8], after: Int64)] = []
+            var linkLoss: (reason: UInt8, after: Int64)?
+            for next in steps[(i + 1)...] {
+                guard next.action == .notification else {
+                    if next.action == .linkLost {
+                        // "0x08 Connection Timeout": the device's side of the loss.
+                        let reason = next.expect?.reason?.split(separator: " ").first.flatMap { UInt8($0.dropFirst(2), radix: 16) } ?? 0x13
+                        linkLoss = (reason, max(0, next.at - step.at))
+                    }
+                    if [.write, .read, .subscribe, .connect, .disconnect, .linkLost].contains(next.action) { break }
+                    continue
+                }
+                guard let h = Self.handle(next, table), let v = next.expect?.value.flatMap(Hex.bytes) else { continue }
+                notifications.append((h, v, max(0, next.at - step.at)))
+            }
+            if step.action == .subscribe, error == nil, notifications.isEmpty, linkLoss == nil { continue }
+            out.append(RecordedReaction(handle: handle, value: step.value.flatMap(Hex.bytes), error: error, notifications: notifications,
+                                        linkLoss: linkLoss))
+        }
+        return out
+    }
+
+    /// The recorded pace, from the notifications' times.
+    static func cadence(_ script: SessionScript) -> RecordedCadence {
+        var c = RecordedCadence()
+        let steps = script.steps
+        // Speaker: DOWNLOADING statuses say how big the image was and how often progress came.
+        let downloading = steps.compactMap { s -> (at: Int64, status: SpeakerOTA.Status)? in
+            guard s.action == .notification, s.characteristic == SpeakerOTA.status.canonicalString,
+                  let v = s.expect?.value.flatMap(Hex.bytes), let st = SpeakerOTA.Status.decode(v).0, st.state == .downloading
+            else { return nil }
+            return (s.at, st)
+        }
+        if let last = downloading.last, last.status.totalKB > 0 {
+            c.firmwareKB = last.status.totalKB
+            let steps = zip(downloading, downloading.dropFirst()).map { Int($1.status.downloadedKB) - Int($0.status.downloadedKB) }.filter { $0 > 0 }
+            if let step = Self.median(steps.map(Int64.init)) { c.progressEveryKB = Int(step) }
+            if let first = downloading.first, last.at > first.at, last.status.downloadedKB > first.status.downloadedKB {
+                let kb = Int64(last.status.downloadedKB - first.status.downloadedKB)
+                c.downloadKBPerSecond = Int(max(1, kb * 1_000_000 / (last.at - first.at)))
+            }
+        }
+        // Sensor: the time from SCAN to the first chunk, the gap between chunks, the markers.
+        if let scan = steps.firstIndex(where: { $0.action == .write && $0.characteristic == SensorScan.characteristic.canonicalString }) {
+            let chunks = steps[(scan + 1)...].prefix { $0.action == .notification && $0.characteristic == SensorScan.characteristic.canonicalString }
+            if let first = chunks.first {
+                let gaps = zip(chunks, chunks.dropFirst()).map { $1.at - $0.at }
+                c.notificationGap = Self.median(gaps) ?? c.notificationGap
+                c.scanDuration = max(0, first.at - steps[scan].at - (c.notificationGap ?? 0))
+                var joiner = SensorScan.Joiner()
+                for chunk in chunks { if let v = chunk.expect?.value.flatMap(Hex.bytes) { joiner.add(v) } }
+                c.separateMarkers = joiner.markerStyle == SensorScan.MarkerStyle.separateNotification.rawValue
+            }
+        }
+        // nRF7: the time from START_SCAN to the first scan record.
+        if let start = steps.firstIndex(where: { s in
+            s.action == .write && s.characteristic == NRF7.controlPoint.canonicalString
+                && s.value.flatMap(Hex.bytes).flatMap { NRF7.Request.decode($0).0?.opCode?.raw } == 2
+        }), let record = steps[(start + 1)...].first(where: { s in
+            s.action == .notification && s.characteristic == NRF7.dataOut.canonicalString
+                && s.expect?.value.flatMap(Hex.bytes).flatMap { NRF7.Result.decode($0).0?.scanRecord } != nil
+        }) {
+            c.scanDuration = max(0, record.at - steps[start].at)
+        }
+        return c
+    }
+
+    static func median(_ values: [Int64]) -> Int64? {
+        guard !values.isEmpty else { return nil }
+        return values.sorted()[values.count / 2]
+    }
+}

@@ -1,0 +1,94 @@
+import Emulator
+import Foundation
+import GATT
+import Profiles
+@testable import Replay
+import TestSupport
+import XCTest
+
+/// Issue 17: a device built from a capture (`emulate --from`, `emu:recorded`, and the shape
+/// `replay run CAPTURE --target emu:NAME` gives the named device).
+final class RecordedDeviceTests: XCTestCase {
+    static func capture(_ name: String) -> String {
+        Files.root.appendingPathComponent("Captures/emulated/\(name).btsnoop").path
+    }
+
+    func replay(_ script: SessionScript, _ spec: EmulatedDeviceSpec, comparison: ReplayComparison = .progress) async throws -> ReplayReport {
+        let link = EmulatedLink(seed: 1, device: spec.factory)
+        return try await ReplayRunner(script: script, options: ReplayOptions(comparison: comparison)).run(on: link, target: "emu:\(spec.name)")
+    }
+
+    func testTheCadenceReadFromARecordingIsTheDevicesOwn() throws {
+        // The emulated speaker that made this recording downloads 1480 KB, reports every 128 KB,
+        // at 160 KB/s (SpeakerConfiguration's defaults): the recording must say the same.
+        let ota = try RecordedDevice.read(path: Self.capture("speaker-ota-mtu247"), options: ExtractOptions(revealSecrets: true))
+        let defaults = SpeakerConfiguration()
+        XCTAssertEqual(ota.cadence.firmwareKB, defaults.firmwareKB)
+        XCTAssertEqual(ota.cadence.progressEveryKB, defaults.progressEveryKB)
+        let speed = try XCTUnwrap(ota.cadence.downloadKBPerSecond)
+        XCTAssertEqual(Double(speed), Double(defaults.downloadKBPerSecond), accuracy: Double(defaults.downloadKBPerSecond) * 0.1)
+        // Its table is the one the phone discovered: the emulated speaker's handles.
+        let table = try XCTUnwrap(ota.table)
+        let builtIn = try XCTUnwrap(BuiltInProfiles.table(named: "speaker")?.table)
+        XCTAssertEqual(Set(table.table.characteristics.values.map(\.valueHandle)), Set(builtIn.characteristics.values.map(\.valueHandle)))
+        XCTAssertNil(table.serverMTU, "the speaker accepted the 247 asked for")
+
+        // A stack that stays at MTU 23 whatever the phone asks.
+        let capped = try RecordedDevice.read(path: Self.capture("speaker-mtu23-only-mtu247"))
+        XCTAssertEqual(capped.table?.serverMTU, 23)
+
+        // The sensor's gap between chunks and its markers.
+        let separate = try RecordedDevice.read(path: Self.capture("sensor-scan-separate-markers-mtu247"))
+        XCTAssertEqual(separate.cadence.separateMarkers, true)
+        let sensorGap = try XCTUnwrap(separate.cadence.notificationGap)
+        XCTAssertEqual(Double(sensorGap), Double(SensorConfiguration().notificationGap), accuracy: 5_000)
+        XCTAssertEqual(try RecordedDevice.read(path: Self.capture("sensor-scan-mtu247")).cadence.separateMarkers, false)
+    }
+
+    func testEveryProjectRecordingReplaysAgainstTheDeviceBuiltFromIt() async throws {
+        // emu:recorded: the protocol's device bound to the recorded table, with the recorded
+        // cadence and Wi-Fi world. Byte for byte (--strict) too, for the healthy devices' sessions.
+        for name in ["speaker-ota-mtu247", "speaker-ota-mtu23", "sensor-scan-mtu247", "sensor-scan-separate-markers-mtu23",
+                     "nrf7-provision-mtu247", "speaker-mtu23-only-mtu247"] {
+            let device = try RecordedDevice.read(path: Self.capture(name), options: ExtractOptions(revealSecrets: true))
+            let values = try ReplayRunner(script: device.script).values()
+            let spec = try XCTUnwrap(device.emulated(values: values), name)
+            for comparison in ReplayComparison.allCases {
+                let report = try await replay(device.script, spec, comparison: comparison)
+                XCTAssertEqual(report.verdict, .equivalent, "\(name) (\(comparison)):\n\(report.text(verbose: false, color: false))")
+            }
+        }
+    }
+
+    func testAFaultyDeviceShapedLikeTheRecordingStillFails() async throws {
+        // The recorded table and cadence do not hide a device's fault.
+        let device = try RecordedDevice.read(path: Self.capture("speaker-ota-mtu247"), options: ExtractOptions(revealSecrets: true))
+        let stall = try XCTUnwrap(EmulatedDeviceSpec.named("speaker-download-stall"))
+        let report = try await replay(device.script, device.shape(stall, values: try ReplayRunner(script: device.script).values()))
+        XCTAssertEqual(report.verdict, .diverged)
+        XCTAssertTrue(report.steps.contains { $0.differences.joined().contains("ERROR error DOWNLOAD") }, report.text(verbose: true, color: false))
+    }
+
+    func testAnUnknownProtocolIsClonedAsRecorded() async throws {
+        // Devices GATTLab has no model of, recorded by others: the clone answers as they did.
+        _ = try RealCaptures.require()
+        var clones: [String: (RecordedDevice, EmulatedDeviceSpec)] = [:]
+        for name in ["blepcapanalyzer__fitup.pcap", "darkelf__test1.pcapng", "darkelf__btsnoop_hci.log"] {
+            let device = try RecordedDevice.read(path: try RealCaptures.path(name), options: ExtractOptions(revealSecrets: true))
+            XCTAssertNil(device.kind, "\(name): no device protocol GATTLab models")
+            let spec = try XCTUnwrap(device.emulated(values: try ReplayRunner(script: device.script).values()), name)
+            XCTAssertEqual(spec.kind, "clone")
+            let report = try await replay(device.script, spec)
+            XCTAssertEqual(report.verdict, .equivalent, "\(name):\n\(report.text(verbose: false, color: false))")
+            clones[name] = (device, spec)
+        }
+        // One device's session against another's clone is not equivalent.
+        let (fitup, _) = try XCTUnwrap(clones["blepcapanalyzer__fitup.pcap"])
+        let (_, other) = try XCTUnwrap(clones["darkelf__test1.pcapng"])
+        let crossed = try await replay(fitup.script, other)
+        XCTAssertNotEqual(crossed.verdict, .equivalent)
+        // The device that timed the link out at the end does so as a clone too.
+        let (darkelf, _) = try XCTUnwrap(clones["darkelf__btsnoop_hci.log"])
+        XCTAssertEqual(darkelf.script.steps.last?.action, .linkLost)
+    }
+}
