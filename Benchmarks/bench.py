@@ -286,7 +286,8 @@ def replay_sessions(args):
     rows = []
     n = args.sessions
     print(f"\nreplaying {os.path.basename(capture)} {n} times in-process ...", file=sys.stderr)
-    rows.append(("in-process emulator (emu:speaker-ota)", n, sessions(base + ["--target", "emu:speaker-ota"], n), "virtual"))
+    rows.append(("in-process emulator (emu:speaker-ota), protocol progress", n, sessions(base + ["--target", "emu:speaker-ota"], n), "virtual"))
+    rows.append(("in-process emulator (emu:speaker-ota), --strict", n, sessions(base + ["--target", "emu:speaker-ota", "--strict"], n), "virtual"))
     for speed in (1000, 10000):
         sock = os.path.join(args.out, f"replay-{speed}.sock")
         emulator = subprocess.Popen([args.gattlab, "emulate", "speaker-ota", "--listen", f"unix:{sock}", "--speed", str(speed),
