@@ -10,7 +10,8 @@
 #
 # Environment: VM_TIMEOUT (s, whole VM run, default 420), GATTLAB (a built binary to use instead
 # of building), VM_SESSIONS, VM_SPEED (below), BENCH_WRITES (write round trips to time, default
-# 200), FORCE_TCG=1.
+# 200), FORCE_TCG=1, VM_FUZZ=0 (no fuzz campaigns), VM_BUMBLE=0 (no Bumble peer; it needs
+# Scripts/bumble-env.sh's venv).
 set -u
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 W=$REPO/.build-vm
