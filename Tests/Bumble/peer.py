@@ -246,8 +246,10 @@ class Peripheral:
 
     async def advertise(self) -> None:
         # Public address, reconnectable: auto_restart advertises again after each disconnection.
+        # Every 150 ms: each advertisement is Python work in the guest, which runs under TCG beside
+        # the replays of the other sessions.
         await self.device.start_advertising(advertising_data=self.ad, own_address_type=hci.OwnAddressType.PUBLIC,
-                                            auto_restart=True, advertising_interval_min=20, advertising_interval_max=20)
+                                            auto_restart=True, advertising_interval_min=150, advertising_interval_max=150)
 
 
 # ----------------------------------------------------------------------------- the central
