@@ -96,18 +96,6 @@ read -r C P <<< "$found"
 note "controller_tries=$try"; note "central=$C"; note "peripheral=$P"
 say "central $C ($CENTRAL_ADDR), peripheral $P ($PERIPHERAL_ADDR), after $try tries"
 
-# Google's Bumble as the independent peer (Tests/Bumble/peer.py): a Bumble controller attached
-# through /dev/vhci (a third kernel controller, found by its address) on a Bumble LocalLink with
-# Bumble hosts: two peripherals (speaker + sensor; Just Works and Passkey Entry) and a central.
-# Started now: Python and Bumble take a while to load under TCG; it is needed after the replays.
-BUMBLE_ADDR=00:AA:01:02:00:02
-PID_PEER=""
-if [ -f "$WORK/bumble-sessions.tsv" ]; then
-  mkfifo /run/peer.ctl && exec 7<> /run/peer.ctl   # read-write: opening never blocks
-  nice -n -5 "$REPO/.venv-bumble/bin/python" "$REPO/Tests/Bumble/peer.py" --control /run/peer.ctl \
-    > "$OUT/bumble-peer.jsonl" 2> "$OUT/bumble-peer.log" & PID_PEER=$!
-fi
-
 # No agent runs here (no bluetoothd): with no input and no output on both sides, pairing (the
 # nRF7 sessions encrypt) is Just Works, which the kernel completes by itself.
 timeout 20 btmgmt -i "$C" le on > /dev/null && timeout 20 btmgmt -i "$C" io-cap 3 > /dev/null \
@@ -168,6 +156,18 @@ if [ -f "$WORK/bench-writes.json" ]; then
     --allow-writes --timing fast --format json > "$OUT/bench.json" 2> "$OUT/bench.log"
   note "bench_rc=$?"
   stop_emulator
+fi
+
+# Google's Bumble as the independent peer (Tests/Bumble/peer.py): a Bumble controller attached
+# through /dev/vhci (a third kernel controller, found by its address) on a Bumble LocalLink with
+# Bumble hosts: two peripherals (speaker + sensor; Just Works and Passkey Entry) and a central.
+# Started after the replays and the benchmark, so its Python work under TCG cannot shift their timing.
+BUMBLE_ADDR=00:AA:01:02:00:02
+PID_PEER=""
+if [ -f "$WORK/bumble-sessions.tsv" ]; then
+  mkfifo /run/peer.ctl && exec 7<> /run/peer.ctl   # read-write: opening never blocks
+  nice -n -5 "$REPO/.venv-bumble/bin/python" "$REPO/Tests/Bumble/peer.py" --control /run/peer.ctl \
+    > "$OUT/bumble-peer.jsonl" 2> "$OUT/bumble-peer.log" & PID_PEER=$!
 fi
 
 # Bumble over the kernel link. The kernel's central is the Bumble controller's hciN (B): replays

@@ -138,7 +138,7 @@ else
     printf '%s\t%s\t%s\t%s\t%s\t%s\n' \
       bumble-speaker-pairing 00:AA:01:03:00:03 "$S/bumble-speaker-ota-pairing.json" low - equivalent \
       bumble-sensor-scan 00:AA:01:03:00:03 "$S/bumble-sensor-suffix-newline.json" low - equivalent \
-      bumble-sensor-no-end 00:AA:01:03:00:03 "$S/bumble-sensor-suffix-newline.json" low sensor-no-end divergent \
+      bumble-sensor-no-end 00:AA:01:03:00:03 "$S/bumble-sensor-suffix-newline.json" low sensor-no-end diverged \
       bumble-speaker-passkey 00:AA:01:04:00:04 "$S/bumble-speaker-ota-pairing.json" low - equivalent > "$W/bumble-sessions.tsv"
     echo "vm-test: Bumble peer: $(wc -l < "$W/bumble-sessions.tsv") replays and 2 central sessions"
   else
