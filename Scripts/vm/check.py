@@ -53,7 +53,7 @@ def last_line(path):
 
 
 status = {}
-sessions, fuzz, fuzz_uptime = [], {}, []
+sessions, fuzz, fuzz_uptime, bumble, bumble_central = [], {}, [], [], []
 for line in open(os.path.join(out, "guest-status")):
     key, _, value = line.rstrip("\n").partition("=")
     if key == "session":
@@ -62,6 +62,13 @@ for line in open(os.path.join(out, "guest-status")):
     elif key == "fuzz":
         name, rc, t0, t1 = value.split()
         fuzz[name] = {"rc": rc, "start": float(t0), "end": float(t1)}
+    elif key == "bumble":
+        name, rc, t0, t1, expect, security, address = value.split()
+        bumble.append({"name": name, "rc": rc, "start": float(t0), "end": float(t1), "expect": expect,
+                       "security": security, "address": address})
+    elif key == "bumble_central":
+        kind, t0, t1 = value.split()
+        bumble_central.append({"name": kind, "start": float(t0), "end": float(t1)})
     elif key == "fuzz_uptime":
         name, u0, u1 = value.split()
         fuzz_uptime.append((name, float(u0), float(u1)))
@@ -173,6 +180,10 @@ if len(att) == len(caps):
         if not problems and n:
             ok(f"btmon and {other} agree on the ATT layer record for record on each controller: {agree} of {n} ATT PDUs identical "
                f"(adapter, monitor opcode, ATT opcode, handle, value); all records: {totals['btmon']} vs {totals[other]}")
+            bc = status.get("bumble_controller", "")
+            if bc.startswith("hci"):  # the Bumble sessions' controller (section 7)
+                n_b = len(b.get(bc[3:], []))
+                (detail if n_b else bad)(f"of which Bumble's controller {bc} (the Bumble sessions, both directions): {n_b} ATT PDUs, identical")
         else:
             bad(f"btmon and {other} differ on the ATT layer: {n} vs {len(att[other])} ATT PDUs")
             for p in problems:
@@ -403,6 +414,184 @@ for name, f in fuzz.items():
     else:
         bad(f"black-box fuzzing did not find the {device}'s planted bug {quirk} (exit {f['rc']}, {len(found)} findings, "
             f"{len(kept)} with their files, {len(crashes)} firmware crashes logged, {s.get('runs')} runs)")
+
+# 7. Bumble as the peer over the kernel link (guest.sh, Tests/Bumble/peer.py): the replays against
+# the Bumble peripherals reach their expected verdicts (the deliberate fault diverges), the Bumble
+# central passes its own checks against `gattlab emulate --hci`, and btmon's record of the Bumble
+# controller shows the pairing: SMP, encryption on, the credentials written only after it, and
+# the reconnection encrypted with the bond without pairing again.
+def peer_events():
+    events = []
+    try:
+        for line in open(os.path.join(out, "bumble-peer.jsonl"), errors="replace"):
+            if line.startswith("{"):
+                try:
+                    events.append(json.loads(line))
+                except ValueError:
+                    pass
+    except OSError:
+        pass
+    return events
+
+
+host_status = {}
+try:
+    for line in open(os.path.join(out, "bumble-host-status")):
+        k, _, v = line.rstrip("\n").partition("=")
+        host_status[k] = v
+except OSError:
+    pass
+bumble_fail = host_status.get("bumble_fail") or status.get("bumble_fail")
+bumble_index = int(status["bumble_controller"][3:]) if status.get("bumble_controller", "").startswith("hci") else None
+if bumble_fail:
+    bad(f"Bumble as the peer: {bumble_fail}")
+elif bumble or bumble_central or status.get("bumble_controller"):
+    events = peer_events()
+    # 7a. Replays against the Bumble peripherals.
+    right, lines = 0, []
+    for s in bumble:
+        rep = load(os.path.join(out, f"replay-{s['name']}.json"))
+        verdict = rep.get("verdict") if rep else None
+        steps = rep.get("steps", []) if rep else []
+        good = verdict == s["expect"] and (s["rc"] == "0") == (s["expect"] == "equivalent")
+        right += good
+        lines.append(f"{s['name']}: {len(steps)} steps, {verdict or 'no report'} (expected {s['expect']}; exit {s['rc']}, "
+                     f"--security {s['security']}, peer {s['address']}), {s['end'] - s['start']:.1f} s")
+        for st in steps:
+            if st.get("status") != "ok" and (not good or s["expect"] != "equivalent"):
+                lines.append(f"  step {st.get('step')} {st.get('action')} {st.get('name') or ''}: {st.get('status')}; "
+                             + "; ".join(st.get("differences", []) + st.get("observed", []))[:300])
+                if good:
+                    break
+        if rep is None:
+            lines.append("  " + last_line(os.path.join(out, f"replay-{s['name']}.log")))
+    msg = (f"{right} of {len(bumble)} sessions replayed against the Bumble peer over the kernel link reached their expected verdict "
+           f"(central {status.get('bumble_controller')}, Bumble's controller through /dev/vhci)")
+    (ok if bumble and right == len(bumble) else bad)(msg)
+    for line in lines:
+        detail(line)
+
+    # 7b. The Bumble central's own verdicts against gattlab emulate --hci.
+    verdicts = []
+    for c in bumble_central:
+        v = load(os.path.join(out, f"bumble-central-{c['name']}.json"))
+        verdicts.append((c, v))
+    passed = [c for c, v in verdicts if v and v.get("verdict") == "pass"]
+    msg = (f"the Bumble central passed its own checks against gattlab emulate --hci {status.get('bumble_controller')}: "
+           f"{len(passed)} of {len(verdicts)} sessions")
+    (ok if verdicts and len(passed) == len(verdicts) else bad)(msg)
+    for c, v in verdicts:
+        if v is None:
+            detail(f"{c['name']}: no verdict file ({last_line(os.path.join(out, 'bumble-peer.log'))})")
+            continue
+        extra = (" states " + " ".join(v.get("states", []))) if "states" in v else f" {len(v.get('networks', []))} networks in {v.get('chunks')} notifications"
+        detail(f"{c['name']}: {v.get('verdict')}, MTU {v.get('mtu')},{extra}, {v.get('seconds')} s; "
+               + "; ".join(f"{x['check']}: {'ok' if x['ok'] else 'FAILED ' + x['detail']}" for x in v.get("checks", []) if not x["ok"] or c["name"] == "x"))
+
+    # 7c. Pairing, from btmon's record of the Bumble controller (the kernel's side of the link).
+    cap = caps["btmon"]
+    if bumble_index is not None and os.path.exists(cap):
+        flds = ["frame.time_epoch", "hci_mon.adapter_id", "hci_mon.opcode", "btsmp.opcode", "btsmp.io_capability", "btsmp.authreq",
+                "bthci_evt.code", "bthci_evt.encryption_enable", "bthci_cmd.opcode", "btatt.opcode", "btatt.error_code", "btatt.value"]
+        rc, so, se = run(["tshark", "-r", cap, "-Y", f"hci_mon.adapter_id == {bumble_index} && (btsmp || btatt || bthci_evt.code == 0x08 "
+                          "|| bthci_evt.code == 0x05 || bthci_cmd.opcode == 0x2019 || bthci_evt.le_meta_subevent == 0x01 "
+                          "|| bthci_evt.le_meta_subevent == 0x0a)", "-T", "fields", "-E", "occurrence=f"] + sum((["-e", f] for f in flds), []))
+        rows = [dict(zip(flds, l.split("\t"))) for l in so.splitlines()]
+
+        def connections(s):
+            """The session's rows cut at each Disconnection Complete."""
+            conns, cur = [], []
+            for r in rows:
+                if not (s["start"] - 0.2 <= float(r["frame.time_epoch"] or 0) <= s["end"] + 0.5):
+                    continue
+                cur.append(r)
+                if r["bthci_evt.code"] == "0x05":
+                    conns.append(cur)
+                    cur = []
+            if any(r["btatt.opcode"] for r in cur):
+                conns.append(cur)
+            return [c for c in conns if any(r["btatt.opcode"] or r["btsmp.opcode"] for r in c)]
+
+        def summary(conn, creds_hex):
+            smp = [int(r["btsmp.opcode"], 16) for r in conn if r["btsmp.opcode"]]
+            enc_at = next((i for i, r in enumerate(conn) if r["bthci_evt.code"] == "0x08" and r["bthci_evt.encryption_enable"] in ("1", "0x01")), None)
+            start_enc = any(r["bthci_cmd.opcode"] == "0x2019" for r in conn)
+            writes = [i for i, r in enumerate(conn) if r["btatt.opcode"] == "0x12" and r["btatt.value"].replace(":", "") == creds_hex]
+            refused = [i for i, r in enumerate(conn) if r["btatt.opcode"] == "0x01" and r["btatt.error_code"] in ("0x0f", "0x05")]
+            answered = [i for i, r in enumerate(conn) if r["btatt.opcode"] == "0x13"]
+            req = next((r for r in conn if r["btsmp.opcode"] == "0x01"), None)
+            rsp = next((r for r in conn if r["btsmp.opcode"] == "0x02"), None)
+            return {"smp": smp, "enc_at": enc_at, "start_enc": start_enc, "writes": writes, "refused": refused, "answered": answered,
+                    "req": req, "rsp": rsp, "confirms": smp.count(0x03)}
+
+        def creds_value(script):
+            d = load(script) or {}
+            return next((st.get("value", "") for st in d.get("steps", []) if st.get("characteristic", "").startswith("00000005-")), "")
+
+        scripts = {}
+        try:
+            for line in open(os.path.join(os.path.dirname(out), "bumble-sessions.tsv")):
+                f = line.rstrip("\n").split("\t")
+                scripts[f[0]] = f[2]
+        except OSError:
+            pass
+        problems, facts = [], []
+        byname = {s["name"]: s for s in bumble}
+        keys = [e for e in events if e.get("event") == "mgmt-new-long-term-key"]
+        # Each pairing session: the credentials write refused unencrypted, pairing, the write again
+        # on the encrypted link; after the reboot, the reconnection encrypted with the bond.
+        typed = [e for e in events if e.get("event") == "mgmt-user-passkey-request"]
+        shown = [e for e in events if e.get("event") == "display-passkey"]
+        for name, method in (("bumble-speaker-pairing", "Just Works"), ("bumble-speaker-passkey", "Passkey Entry")):
+            s = byname.get(name)
+            if not s:
+                continue
+            conns = connections(s)
+            creds = creds_value(scripts.get(name, ""))
+            if len(conns) != 2:
+                problems.append(f"{method}: {len(conns)} connections on {status.get('bumble_controller')} (2 expected)")
+                continue
+            ca, cb = summary(conns[0], creds), summary(conns[1], creds)
+            authreq = int(ca["req"]["btsmp.authreq"], 16) if ca["req"] and ca["req"]["btsmp.authreq"] else 0
+            rsp_authreq = int(ca["rsp"]["btsmp.authreq"], 16) if ca["rsp"] and ca["rsp"]["btsmp.authreq"] else 0
+            io = ca["rsp"]["btsmp.io_capability"] if ca["rsp"] else "-"
+            passkey = method == "Passkey Entry"
+            if not (ca["refused"] and ca["writes"] and ca["enc_at"] is not None and ca["refused"][0] < ca["enc_at"]
+                    and 0x01 in ca["smp"] and 0x02 in ca["smp"] and ca["writes"][-1] > ca["enc_at"]
+                    and any(i > ca["writes"][-1] for i in ca["answered"])
+                    and (ca["confirms"] >= 20 and typed and shown if passkey else ca["confirms"] < 20)):
+                problems.append(f"{method}: SMP {' '.join(f'{x:02X}' for x in ca['smp'])}, encryption on at row {ca['enc_at']}, "
+                                f"credentials written at rows {ca['writes']}, refused at {ca['refused']}, {ca['confirms']} Pairing Confirm"
+                                + (f", {len(typed)} passkeys typed by the agent, {len(shown)} displayed by Bumble" if passkey else ""))
+            else:
+                facts.append(f"{method} (peer {s['address']}): the credentials write refused unencrypted (ATT error 0x0F), then SMP "
+                             f"{' '.join(f'{x:02X}' for x in ca['smp'][:6])}{' ...' if len(ca['smp']) > 6 else ''} "
+                             f"(AuthReq 0x{authreq:02X} / 0x{rsp_authreq:02X}: bonding, {'SC' if authreq & 8 else 'legacy'}, "
+                             f"{'MITM asked by the peer' if rsp_authreq & 4 else 'no MITM'}; response IO capability {io}; "
+                             f"{ca['confirms']} Pairing Confirm)"
+                             + (f", Bumble displayed {shown[0].get('passkey')} and the kernel's agent typed {typed[0].get('reply')}" if passkey else "")
+                             + ", Encryption Change on, the credentials written and answered on the encrypted link")
+            if cb["smp"] or not cb["start_enc"] or cb["enc_at"] is None:
+                problems.append(f"{method} reconnection: SMP {[hex(x) for x in cb['smp']]}, LE Start Encryption "
+                                f"{'sent' if cb['start_enc'] else 'not sent'}, encryption {'on' if cb['enc_at'] is not None else 'never on'}")
+            else:
+                facts.append(f"{method} reconnection: LE Start Encryption with the bond's LTK, Encryption Change on, no SMP PDU")
+        if keys:
+            facts.append("kernel's new LTKs: " + ", ".join(f"{k.get('address')} type {k.get('keyType')} (store hint {k.get('storeHint')})" for k in keys))
+        creds_seen = [e for e in events if e.get("event") == "credentials"]
+        if creds_seen:
+            facts.append("Bumble saw the credentials written on links " + ", ".join(
+                f"{e.get('device')}: {'encrypted' if e.get('encrypted') else 'NOT encrypted'}{', authenticated' if e.get('authenticated') else ''}"
+                for e in creds_seen))
+            if not all(e.get("encrypted") for e in creds_seen):
+                problems.append("Bumble accepted credentials on an unencrypted link")
+        if problems or not facts:
+            bad("pairing over the kernel link (btmon, Bumble's controller): " + "; ".join(problems or ["nothing to check"]))
+        else:
+            ok(f"pairing over the kernel link with Bumble's SMP (btmon, {status.get('bumble_controller')}): Just Works and Passkey Entry, bonding, "
+               "re-encryption on reconnection")
+        for f in facts:
+            detail(f)
 
 # 6. Write round trips between the two controllers.
 bench = load(os.path.join(out, "bench.json"))

@@ -10,7 +10,8 @@
 #
 # Environment: VM_TIMEOUT (s, whole VM run, default 420), GATTLAB (a built binary to use instead
 # of building), VM_SESSIONS, VM_SPEED (below), BENCH_WRITES (write round trips to time, default
-# 200), FORCE_TCG=1.
+# 200), FORCE_TCG=1, VM_FUZZ=0 (no fuzz campaigns), VM_BUMBLE=0 (no Bumble peer; it needs
+# Scripts/bumble-env.sh's venv).
 set -u
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 W=$REPO/.build-vm
@@ -113,6 +114,37 @@ rm -f "$W/bench-writes.json"
 "$GL" replay extract "$REPO/Captures/emulated/speaker-ota-mtu247.btsnoop" -o "$OUT/ota-script.json" > /dev/null 2>&1 || true
 python3 "$REPO/Scripts/vm/bench-script.py" "$OUT/ota-script.json" "$BENCH_WRITES" "$W/bench-writes.json" \
   || echo "vm-test: note: no benchmark script (see above); the round-trip figure will be missing"
+
+# 5b. Bumble as the peer (Tests/Bumble/peer.py in the guest, from the project's venv): scripts of
+# sessions Bumble's own central recorded against Bumble's peripheral (make_capture.py), and one
+# recorded with GATTLab's emulator, replayed against the Bumble peer over the kernel link.
+# NAME, ADDRESS (peer.py's peripherals: Just Works 03, Passkey 04), SCRIPT, SECURITY, FAULT, EXPECT.
+rm -f "$W/bumble-sessions.tsv" "$W/fuzz.off"
+[ "${VM_FUZZ:-1}" = 0 ] && touch "$W/fuzz.off"
+if [ "${VM_BUMBLE:-1}" = 0 ]; then
+  echo "vm-test: VM_BUMBLE=0: no Bumble peer"
+elif ! (cd "$REPO" && bash Scripts/bumble-env.sh); then
+  echo "bumble_fail=no Bumble venv (Scripts/bumble-env.sh failed; VM_BUMBLE=0 runs without it)" > "$OUT/bumble-host-status"
+else
+  ok=1
+  for c in speaker-ota-pairing sensor-suffix-newline; do
+    "$REPO/.venv-bumble/bin/python" "$REPO/Tests/Bumble/make_capture.py" --capture "$c" --out "$W/scripts/bumble-$c.btsnoop" \
+      > /dev/null 2> "$OUT/bumble-make-$c.log" \
+      && "$GL" replay extract "$W/scripts/bumble-$c.btsnoop" --reveal-secrets -o "$W/scripts/bumble-$c.json" > /dev/null 2>> "$OUT/bumble-make-$c.log" \
+      || { ok=0; echo "vm-test: note: Bumble capture $c failed: $(tail -1 "$OUT/bumble-make-$c.log")"; }
+  done
+  if [ $ok = 1 ]; then
+    S=$W/scripts
+    printf '%s\t%s\t%s\t%s\t%s\t%s\n' \
+      bumble-speaker-pairing 00:AA:01:03:00:03 "$S/bumble-speaker-ota-pairing.json" low - equivalent \
+      bumble-sensor-scan 00:AA:01:03:00:03 "$S/bumble-sensor-suffix-newline.json" low - equivalent \
+      bumble-sensor-no-end 00:AA:01:03:00:03 "$S/bumble-sensor-suffix-newline.json" low sensor-no-end diverged \
+      bumble-speaker-passkey 00:AA:01:04:00:04 "$S/bumble-speaker-ota-pairing.json" low - equivalent > "$W/bumble-sessions.tsv"
+    echo "vm-test: Bumble peer: $(wc -l < "$W/bumble-sessions.tsv") replays and 2 central sessions"
+  else
+    echo "bumble_fail=the Bumble captures could not be made (out/bumble-make-*.log)" > "$OUT/bumble-host-status"
+  fi
+fi
 
 # 6. Boot. KVM only where the CPU has real virtualization and /dev/kvm opens; else TCG.
 if [ -z "${FORCE_TCG:-}" ] && grep -qwE 'vmx|svm' /proc/cpuinfo && [ -r /dev/kvm ] && [ -w /dev/kvm ]; then
