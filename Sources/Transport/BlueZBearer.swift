@@ -41,6 +41,12 @@ public final class BlueZBearer: TimedATTBearer, @unchecked Sendable {
                         controller: target.controller, addressType: localAddressType, address: localAddress, security: security)
                     do throws(BearerError) {
                         try connectSocket(fd, to: target, within: microseconds)
+                        if security != .low {
+                            // The kernel (6.12 at least) lets ATT through while SMP is still
+                            // running: the first write would meet the device unencrypted. Hold
+                            // until the link is encrypted (a key size), or the link ends.
+                            try waitForEncryption(fd, level: security, within: 35_000_000)  // SMP itself gives up after 30 s
+                        }
                         continuation.resume(returning: .success(fd))
                     } catch {
                         Glibc.close(fd)
@@ -358,6 +364,28 @@ func connectSocket(_ fd: Int32, to target: BlueZTarget, within microseconds: Int
 // MARK: - Reading
 
 /// poll for `events`, resumed after signals, until `microseconds` have passed.
+/// Waits until the kernel reports the link encrypted (`BT_SECURITY` with a key size), polling
+/// every 20 ms; fails when the link ends first or the time is up (pairing refused, no agent).
+func waitForEncryption(_ fd: Int32, level: BlueZSecurity, within microseconds: Int64) throws(BearerError) {
+    let deadline = monotonicMicroseconds() + max(0, microseconds)
+    while true {
+        var value = bt_security()
+        var length = socklen_t(MemoryLayout<bt_security>.size)
+        guard getsockopt(fd, SOL_BLUETOOTH, BT_SECURITY, &value, &length) == 0 else {
+            throw .failed("pairing or encryption to security \(level.rawValue) failed: the link ended")
+        }
+        if value.key_size > 0, value.level >= level.level { return }
+        var p = pollfd(fd: fd, events: 0, revents: 0)
+        if poll(&p, 1, 0) > 0, p.revents & Int16(POLLHUP | POLLERR) != 0 {
+            throw .failed("pairing or encryption to security \(level.rawValue) failed: the link ended")
+        }
+        guard monotonicMicroseconds() < deadline else {
+            throw .failed("the link did not reach security \(level.rawValue) in time; pairing may be waiting for an agent (is bluetoothd running?)")
+        }
+        usleep(20_000)
+    }
+}
+
 func waitFor(_ fd: Int32, events: Int32, within microseconds: Int64) -> (ready: Bool, revents: Int16) {
     let deadline = monotonicMicroseconds() + max(0, microseconds)
     while true {
