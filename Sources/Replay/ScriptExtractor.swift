@@ -13,11 +13,18 @@ public struct ExtractOptions: Sendable {
     public var peer: String?
     /// Keep secrets as recorded instead of overwriting them with '*'.
     public var revealSecrets = false
+    /// ESP-IDF security 1: the proof of possession the phone used, to decrypt the session.
+    public var espProofOfPossession: Secret?
+    /// ESP-IDF security 1: the phone's X25519 private key (32 bytes), to decrypt the session.
+    public var espClientPrivateKey: Secret?
 
-    public init(connection: String? = nil, peer: String? = nil, revealSecrets: Bool = false) {
+    public init(connection: String? = nil, peer: String? = nil, revealSecrets: Bool = false,
+                espProofOfPossession: Secret? = nil, espClientPrivateKey: Secret? = nil) {
         self.connection = connection
         self.peer = peer
         self.revealSecrets = revealSecrets
+        self.espProofOfPossession = espProofOfPossession
+        self.espClientPrivateKey = espClientPrivateKey
     }
 }
 
@@ -72,6 +79,7 @@ public final class ScriptExtractor {
             case .att(let e):
                 let b = builder(e.connection, time)
                 let table = gatt.table(for: e.connection)?.0
+                if let table { b.table = table }
                 b.att(e, at: time, table: table, reveal: options.revealSecrets)
             case .operation(let op):
                 switch op {
@@ -143,8 +151,10 @@ public final class ScriptExtractor {
         }
         ConnectionSteps.setTimeouts(&steps)
         let device = Self.deviceKind(steps)
-        return SessionScript(source: .init(capture: capture, peer: chosen.first?.peer, connections: chosen.map(\.key.description), start: start),
-                             device: device, redacted: !options.revealSecrets, steps: steps)
+        var script = SessionScript(source: .init(capture: capture, peer: chosen.first?.peer, connections: chosen.map(\.key.description), start: start),
+                                   device: device, redacted: !options.revealSecrets, steps: steps)
+        ESPSessionReplay.annotate(&script, tables: chosen.compactMap { gatt.table(for: $0.key)?.0 ?? $0.table }, options: options)
+        return script
     }
 
     /// The device protocol the steps speak, by the characteristics they use.
@@ -165,6 +175,8 @@ final class ConnectionSteps {
     var role: Role = .unknown
     var peer: String?
     var phoneHungUp = false
+    /// The connection's attribute table as last seen (the decoder drops it with the link).
+    var table: AttributeTable?
     private(set) var steps: [ReplayStep] = []
     private var connected = false
     /// The step waiting for the peripheral's answer.
