@@ -447,7 +447,6 @@ final class ESPLiveReplay {
             if rFinished, !finished { o.diverge("recorded \(ESPSessionReplay.describe(scan: recorded)); the scan did not finish") }
             if finished {
                 scan.observedCount = Int(min(count, 1024))
-                scan.recordedCount = rFinished ? Int(min(rCount, 1024)) : scan.recordedCount
                 if rFinished, rCount != count { o.observe("\(count) results where the recording had \(rCount): the networks are compared after the last page") }
             }
             if rFinished { scan.recordedCount = Int(min(rCount, 1024)) }

@@ -66,26 +66,27 @@ public enum ESPSessionReplay {
     }
 
     /// Endpoint names by characteristic UUID: every named characteristic of a service that holds
-    /// a standard endpoint (found by its name, so a device with its own UUIDs is covered).
-    static func endpointNames(_ tables: [AttributeTable]) -> [String: String] {
+    /// a standard endpoint (found by its name, so a device with its own UUIDs is covered). At
+    /// most `limit`: ESP-IDF devices have a handful, a hostile table must not fill memory.
+    static func endpointNames(_ table: AttributeTable, limit: Int = 64) -> [String: String] {
         var names: [String: String] = [:]
         let standard = Set(ESPProvisioning.Endpoint.allCases.map(\.rawValue))
-        for table in tables {
-            let services = table.services.values.filter { s in
-                s.uuid == ESPProvisioning.service
-                    || table.userDescriptions.contains { standard.contains($0.value) && $0.key >= s.startHandle && $0.key <= s.endHandle }
-            }
-            for (handle, name) in table.userDescriptions where services.contains(where: { handle >= $0.startHandle && handle <= $0.endHandle }) {
-                guard let info = table.info(for: handle), info.role == .value else { continue }
-                names[info.uuid.canonicalString] = name
-            }
+        let named = table.userDescriptions.filter { standard.contains($0.value) }.map(\.key).prefix(16)
+        let services = table.services.values.filter { s in
+            s.uuid == ESPProvisioning.service || named.contains { $0 >= s.startHandle && $0 <= s.endHandle }
+        }.prefix(16)
+        for (handle, name) in table.userDescriptions.sorted(by: { $0.key < $1.key }) where names.count < limit {
+            guard services.contains(where: { handle >= $0.startHandle && handle <= $0.endHandle }),
+                  let info = table.info(for: handle), info.role == .value else { continue }
+            names[info.uuid.canonicalString] = name
         }
         return names
     }
 
     // MARK: Extraction
 
-    /// Gives the ESP-IDF steps of `script` their plaintext and the script its `esp` section.
+    /// Gives the ESP-IDF steps of `script` their plaintext and the script its `esp` section
+    /// (`endpoints`: the names discovery found, by characteristic UUID).
     /// Security 0 needs nothing: the plaintext is the bytes. Security 1 needs the phone's private
     /// key and the PoP (unless the device reports `no_pop`): the handshake is followed as
     /// `ESPProvisioningProtocol` follows it, the phone's SessionCmd1 proves the PoP, and every
@@ -93,8 +94,7 @@ public enum ESPSessionReplay {
     /// Secrets in the plaintext (the Wi-Fi password of CmdSetConfig) and the PoP are redacted
     /// unless `revealSecrets`. Not live when anything cannot be decrypted: the script then says
     /// why and keeps the recorded bytes only.
-    static func annotate(_ script: inout SessionScript, tables: [AttributeTable], options: ExtractOptions) {
-        let names = endpointNames(tables)
+    static func annotate(_ script: inout SessionScript, endpoints names: [String: String], options: ExtractOptions) {
         var probe = script
         probe.esp = SessionScript.ESPSession(security: nil, live: false, endpoints: names.isEmpty ? nil : names)
         let onESP = script.steps.indices.filter { i in

@@ -79,7 +79,6 @@ public final class ScriptExtractor {
             case .att(let e):
                 let b = builder(e.connection, time)
                 let table = gatt.table(for: e.connection)?.0
-                if let table { b.table = table }
                 b.att(e, at: time, table: table, reveal: options.revealSecrets)
             case .operation(let op):
                 switch op {
@@ -153,7 +152,7 @@ public final class ScriptExtractor {
         let device = Self.deviceKind(steps)
         var script = SessionScript(source: .init(capture: capture, peer: chosen.first?.peer, connections: chosen.map(\.key.description), start: start),
                                    device: device, redacted: !options.revealSecrets, steps: steps)
-        ESPSessionReplay.annotate(&script, tables: chosen.compactMap { gatt.table(for: $0.key)?.0 ?? $0.table }, options: options)
+        ESPSessionReplay.annotate(&script, endpoints: chosen.reduce(into: [:]) { $0.merge($1.endpointNames) { a, _ in a } }, options: options)
         return script
     }
 
@@ -175,8 +174,8 @@ final class ConnectionSteps {
     var role: Role = .unknown
     var peer: String?
     var phoneHungUp = false
-    /// The connection's attribute table as last seen (the decoder drops it with the link).
-    var table: AttributeTable?
+    /// ESP-IDF endpoint names by characteristic UUID, as discovery found them (`ESPSessionReplay`).
+    private(set) var endpointNames: [String: String] = [:]
     private(set) var steps: [ReplayStep] = []
     private var connected = false
     /// The step waiting for the peripheral's answer.
@@ -357,6 +356,7 @@ final class ConnectionSteps {
         e.result = "ok"
         e.characteristics = Set(table.characteristics.values.map(\.uuid.canonicalString)).sorted()
         steps[d].expect = e
+        endpointNames = ESPSessionReplay.endpointNames(table)
     }
 
     /// At the end: a discovery that was the connection's last step.
