@@ -343,6 +343,54 @@ final class ESPLiveReplayTests: XCTestCase {
         XCTAssertEqual(ESPSessionReplay.deviceConfiguration(for: recorded, base: other).security, 1)
     }
 
+    // MARK: hostile scripts
+
+    func testHandEditedESPScriptsNeitherTrapNorHang() async throws {
+        let base = try Self.live("esp-sec1-provision-mtu23")
+        var random = SplitMix64(seed: 17)
+        let junk: [[UInt8]] = [[], [0xFF], [0x0A, 0xFF, 0xFF, 0xFF, 0xFF, 0x0F], Array(repeating: 0x12, count: 600),
+                               (0..<40).map { _ in UInt8(truncatingIfNeeded: random.next()) }]
+        for (n, bytes) in junk.enumerated() {
+            var script = base
+            for i in script.steps.indices {
+                if script.steps[i].plain != nil { script.steps[i].plain = Hex.string(bytes) }
+                if script.steps[i].expect?.plain != nil { script.steps[i].expect?.plain = Hex.string(bytes.reversed()) }
+                if n.isMultiple(of: 2), script.steps[i].action == .write { script.steps[i].value = Hex.string(bytes) }
+            }
+            script.steps = script.steps.map { var s = $0; s.credentials = nil; return s }
+            script.esp?.pop = n == 3 ? "" : String(repeating: "\u{0}", count: n)
+            script.esp?.popRedacted = false
+            let report = try await Self.run(script, try Self.scenarioDevice("esp-sec1-provision"), options: ReplayOptions(timing: .fast))
+            XCTAssertEqual(report.steps.count, script.steps.count, "every step reported (junk \(n))")
+        }
+        // A scheme the replay cannot run, and plaintext on a script that says it is not live.
+        var other = base
+        other.esp?.security = 7
+        let seven = try await Self.run(other, try Self.scenarioDevice("esp-sec1-provision"), options: ReplayOptions(timing: .fast))
+        XCTAssertEqual(seven.steps.count, other.steps.count)
+        other.esp = nil
+        let none = try await Self.run(other, try Self.scenarioDevice("esp-sec1-provision"), options: ReplayOptions(timing: .fast))
+        XCTAssertEqual(none.steps.count, other.steps.count)
+    }
+
+    func testEndpointsAreFoundByTheirNames() throws {
+        var script = try Self.live("esp-sec0-provision-mtu23")
+        let custom = "8f3c0001-1111-2222-3333-444455556666"
+        script.esp?.endpoints = [custom: "prov-config"]
+        var step = ReplayStep(.write, at: 0)
+        step.characteristic = custom
+        XCTAssertEqual(ESPSessionReplay.endpoint(of: step, in: script), "prov-config", "a device with its own UUIDs, named by 0x2901")
+        step.characteristic = "021aff54-0382-4aea-bff4-6b3f1c5adfb4"
+        XCTAssertEqual(ESPSessionReplay.endpoint(of: step, in: script), "custom endpoint 021aff54-0382-4aea-bff4-6b3f1c5adfb4")
+        step.characteristic = ESPProvisioning.Endpoint.session.defaultUUID.canonicalString
+        XCTAssertEqual(ESPSessionReplay.endpoint(of: step, in: script), "prov-session")
+        step.descriptor = "2901"
+        XCTAssertNil(ESPSessionReplay.endpoint(of: step, in: script), "a descriptor is not an endpoint")
+        step.descriptor = nil
+        step.characteristic = SpeakerOTA.status.canonicalString
+        XCTAssertNil(ESPSessionReplay.endpoint(of: step, in: script))
+    }
+
     // MARK: (d) captures made by another implementation (Bumble)
 
     /// The Bumble peer's ESP-IDF device and phone (Tests/Bumble/make_capture.py): their own
