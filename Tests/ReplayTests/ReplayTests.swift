@@ -20,7 +20,8 @@ final class ReplayTests: XCTestCase {
         let spec = try XCTUnwrap(EmulatedDeviceSpec.named(device), "no device \(device)")
         var options = options
         options.timing = timing
-        let link = EmulatedLink(seed: 1, device: spec.factory)
+        // As `replay run --target emu:NAME` builds it: the plain `esp` shaped by an ESP script.
+        let link = EmulatedLink(seed: 1, device: ESPSessionReplay.emulatedDevice(spec, for: script, settings: options.settings))
         return try await ReplayRunner(script: script, options: options).run(on: link, target: "emu:\(device)")
     }
 
