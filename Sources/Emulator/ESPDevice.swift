@@ -17,10 +17,14 @@ public struct ESPConfiguration: Sendable, Hashable {
     public var scanDuration: Int64 = 2_200_000
     /// A recorded device's database to serve instead of the built-in one (`emulate --from`).
     public var recordedTable: RecordedTable?
+    /// The proto-ver answer as a recording had it (a replay shapes the device so); nil: made
+    /// from `security` and the PoP.
+    public var versionText: String?
     public init() {}
 
     /// The proto-ver answer.
     public var versionJSON: String {
+        if let versionText { return versionText }
         var caps = ["wifi_scan"]
         if security == 0 { caps.append("no_sec") }
         if security == 1, proofOfPossession.isEmpty { caps.append("no_pop") }

@@ -24,6 +24,8 @@ struct ReplayCommand: ParsableCommand {
               gattlab emulate speaker --listen unix:/tmp/speaker.sock &
               gattlab replay run session.json --target unix:/tmp/speaker.sock --set password=... --record replay.btsnoop
               gattlab replay run session.json --target bluez:hci0/C0:11:22:33:44:55/random --allow-writes --set password=...
+              gattlab replay extract esp.btsnoop --esp-pop abcd1234 --esp-client-key HEX -o esp.json
+              gattlab replay run esp.json --target emu:esp --set pop=abcd1234 --set password=...
             """,
         subcommands: [Extract.self, Run.self])
 
@@ -38,6 +40,13 @@ struct ReplayCommand: ParsableCommand {
                 with a timeout, for the equivalent notification. Passwords, passphrases and URL \
                 secrets are overwritten with '*' unless --reveal-secrets: such a script needs \
                 --set at run time, so recorded credentials never reach a device by accident.
+
+                ESP-IDF provisioning: security 0 steps get their plaintext as they are; a \
+                security 1 session is decrypted with --esp-client-key (the phone's X25519 \
+                private key) and --esp-pop (the PoP the phone used; none for a no_pop device). \
+                A script with plaintext runs the session live: the replay makes its own keys, so \
+                it works against any ESP device, not only one with the recorded keys. The PoP \
+                is a secret like the password (--set pop= at run time).
                 """ + "\n\n" + ExitStatus.help([.success, .usage, .badInput, .noInput, .noMatch, .cannotCreate]))
 
         @Argument(help: ArgumentHelp("The capture (btsnoop, PacketLogger, pcap, pcapng).", valueName: "capture"))
@@ -55,15 +64,21 @@ struct ReplayCommand: ParsableCommand {
         @Option(name: .long, help: ArgumentHelp("Every connection to this device address.", valueName: "address"))
         var peer: String?
 
-        @Flag(name: .customLong("reveal-secrets"), help: "Keep recorded passwords and URL secrets in the script.")
+        @Flag(name: .customLong("reveal-secrets"), help: "Keep recorded passwords, URL secrets and the ESP PoP in the script.")
         var revealSecrets = false
 
+        @OptionGroup var esp: ESPKeyOptions
+
         func run() throws {
-            let options = ExtractOptions(connection: connection, peer: peer, revealSecrets: revealSecrets)
+            let options = ExtractOptions(connection: connection, peer: peer, revealSecrets: revealSecrets,
+                                         espProofOfPossession: esp.proofOfPossession, espClientPrivateKey: esp.clientPrivateKey)
             let script = try ReplayCommand.extract(capture, options)
             if let output {
                 try OutputFiles.write(script.json(), to: output, force: force, protecting: [capture])
                 printError("gattlab: wrote \(output): \(script.steps.count) steps from \(script.source.connections.count) connection\(script.source.connections.count == 1 ? "" : "s") to \(script.source.peer ?? "the device")\(script.redacted ? "; secrets redacted (give them with --set at run time)" : "")")
+                if let e = script.esp {
+                    printError("gattlab: ESP-IDF security \(e.security.map(String.init) ?? "unknown"): \(e.live ? "the session runs live" : "the recorded bytes are replayed (\(e.note ?? "no plaintext"))")")
+                }
             } else {
                 let out = OutputStream()
                 out.write(script.json())
@@ -95,6 +110,12 @@ struct ReplayCommand: ParsableCommand {
                 secrets are redacted, so --set must give them. Against bluez:, writes and \
                 commands are sent only with --allow-writes; otherwise the run is read-only and \
                 says what it skipped.
+
+                ESP-IDF provisioning: a script with plaintext (extract --esp-client-key, or any \
+                security 0 session) runs the session live with its own keys (--seed) and the \
+                recorded PoP (--set pop= gives another, or a redacted one), and compares the \
+                decrypted answers by meaning. emu:esp is shaped like the recorded device: its \
+                security scheme, proto-ver answer and PoP.
                 """ + "\n\n" + ExitStatus.help([.success, .finding, .usage, .badInput, .noInput, .unavailable, .cannotCreate]))
 
         @Argument(help: ArgumentHelp("A script from `replay extract`, or a capture.", valueName: "script"))
@@ -106,8 +127,10 @@ struct ReplayCommand: ParsableCommand {
         @Option(name: .long, help: ArgumentHelp("recorded, fast, or a speed factor (10 = ten times faster).", valueName: "timing"))
         var timing: String = "recorded"
 
-        @Option(name: .customLong("set"), help: ArgumentHelp("Substitute a value: ssid=..., password=..., url=... (repeatable).", valueName: "name=value"))
+        @Option(name: .customLong("set"), help: ArgumentHelp("Substitute a value: ssid=..., password=..., url=..., pop=... (repeatable).", valueName: "name=value"))
         var settings: [String] = []
+
+        @OptionGroup var esp: ESPKeyOptions
 
         @Flag(name: .customLong("allow-writes"), help: "Send writes and commands to a bluez: target.")
         var allowWrites = false
@@ -121,7 +144,7 @@ struct ReplayCommand: ParsableCommand {
         @Flag(name: .long, help: "Replace the --record file if it exists.")
         var force = false
 
-        @Option(name: .long, help: "The emulated device's seed (emu:); the recording's seed reproduces its scan results and session keys.")
+        @Option(name: .long, help: "The emulated device's seed (emu:; the recording's seed reproduces its scan results and session keys), and the seed of the replay's own ESP session keys.")
         var seed: UInt64 = 1
 
         @Option(name: .long, help: ArgumentHelp("The emulator's --speed (unix:, or bluez: to gattlab emulate --hci): the replay's clock runs as fast, so recorded delays and timeouts stay in step with the device.", valueName: "factor"))
@@ -164,7 +187,7 @@ struct ReplayCommand: ParsableCommand {
 
         func run() throws {
             var parsed = try ReplayTarget.parse(target)
-            let options = ReplayOptions(timing: ReplayTiming(timing) ?? .recorded,
+            var options = ReplayOptions(timing: ReplayTiming(timing) ?? .recorded,
                                         settings: Dictionary(settings.map { s in
                                             let i = s.firstIndex(of: "=") ?? s.endIndex
                                             return (String(s[..<i]), String(s[s.index(after: i)...]))
@@ -172,6 +195,7 @@ struct ReplayCommand: ParsableCommand {
                                         readOnly: parsed.isRealDevice && !allowWrites,
                                         attTimeout: Int64(attTimeout * 1_000_000),
                                         comparison: strict ? .strict : .progress)
+            options.seed = seed
             let (script, recordedDevice) = try loadRecording(revealSecrets: !parsed.isRealDevice)
             if let record, FileManager.default.fileExists(atPath: record), !force {
                 throw Failure(.cannotCreate, "the --record output exists; nothing replayed", file: record,
@@ -186,12 +210,12 @@ struct ReplayCommand: ParsableCommand {
             case .emulated(let spec) where table == .recorded:
                 // Shaped like the recorded device: its table and cadence (from a capture), its Wi-Fi world.
                 if let recordedDevice {
-                    parsed = .emulated(recordedDevice.shape(spec, values: values))
-                } else if let world = RecordedWorld.from(script, values: values) {
+                    parsed = .emulated(recordedDevice.shape(spec, values: values, settings: options.settings))
+                } else if let world = RecordedWorld.from(script, values: values, settings: options.settings) {
                     parsed = .emulated(spec.inEnvironment(world.environment))
                 }
             case .recorded:
-                guard let spec = recordedDevice?.emulated(values: values) else {
+                guard let spec = recordedDevice?.emulated(values: values, settings: options.settings) else {
                     throw Failure(.usage, recordedDevice == nil ? "emu:recorded is built from a capture, and this is a script"
                                                                : "the capture has no discovery of the device to build emu:recorded from",
                                   file: input, hint: "give the capture itself, one where the phone discovered the device")
@@ -201,6 +225,10 @@ struct ReplayCommand: ParsableCommand {
                 break
             }
             let target = parsed
+            if let e = script.esp, e.security == 1, !e.live {
+                printError("gattlab: ESP-IDF security 1 without plaintext (\(e.note ?? "not decrypted")): the recorded ciphertext is sent, "
+                           + "which only a device with the recorded keys accepts; extract with --esp-client-key and --esp-pop to run the session live")
+            }
             // One link per repetition: a fresh emulated device, or a new connection to the
             // emulator process or device (which serves them one after another).
             let (seed, speed, security, label) = (seed, speed, security, target.description)
@@ -208,8 +236,10 @@ struct ReplayCommand: ParsableCommand {
                                                   failure: (@Sendable () async -> String?)?)
             switch target {
             case .emulated(let spec):
+                // The plain `esp` device is shaped like the recorded one (scheme, proto-ver, PoP).
+                let device = ESPSessionReplay.emulatedDevice(spec, for: script, settings: options.settings)
                 makeLink = {
-                    let e = EmulatedLink(seed: seed, device: spec.factory)
+                    let e = EmulatedLink(seed: seed, device: device)
                     return (e, { await e.recording() }, nil)
                 }
             case .unix, .bluez, .recorded:
@@ -298,13 +328,18 @@ struct ReplayCommand: ParsableCommand {
                 throw Failure(.noInput, "cannot open the script or capture", file: input, hint: "check the path and that the file is readable")
             }
             if data.first(where: { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }) == UInt8(ascii: "{") {
+                guard esp.isEmpty else {
+                    throw Failure(.usage, "--esp-pop and --esp-client-key decrypt a capture, and this is a script", file: input,
+                                  hint: "extract the capture again with them (gattlab replay extract), or give the PoP with --set pop=")
+                }
                 do {
                     return (try SessionScript.parse(data, path: input), nil)
                 } catch {
                     throw Failure(error)
                 }
             }
-            let device = try ReplayCommand.recordedDevice(input, ExtractOptions(revealSecrets: revealSecrets))
+            let device = try ReplayCommand.recordedDevice(input, ExtractOptions(revealSecrets: revealSecrets, espProofOfPossession: esp.proofOfPossession,
+                                                                               espClientPrivateKey: esp.clientPrivateKey))
             return (device.script, device)
         }
     }

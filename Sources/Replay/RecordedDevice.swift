@@ -36,19 +36,19 @@ public struct RecordedDevice: Sendable {
 
     /// `spec` shaped like the recorded device: its table, its cadence and its Wi-Fi world (`values`:
     /// what the replay will send, for the world's password when the script is redacted).
-    public func shape(_ spec: EmulatedDeviceSpec, values: [Int: [UInt8]]) -> EmulatedDeviceSpec {
+    public func shape(_ spec: EmulatedDeviceSpec, values: [Int: [UInt8]], settings: [String: String] = [:]) -> EmulatedDeviceSpec {
         var shaped = spec
         if let table, !table.table.isEmpty { shaped = shaped.withRecordedTable(table) }
         shaped = shaped.withCadence(cadence)
-        if let world = RecordedWorld.from(script, values: values) { shaped = shaped.inEnvironment(world.environment) }
+        if let world = RecordedWorld.from(script, values: values, settings: settings) { shaped = shaped.inEnvironment(world.environment) }
         return shaped
     }
 
     /// The recorded device as an emulated one: the protocol's device shaped like it, or, for a
     /// protocol GATTLab does not model, the clone. Nil when the capture has no table to clone.
-    public func emulated(values: [Int: [UInt8]]) -> EmulatedDeviceSpec? {
+    public func emulated(values: [Int: [UInt8]], settings: [String: String] = [:]) -> EmulatedDeviceSpec? {
         if let kind, let base = EmulatedDeviceSpec.named(kind) {
-            var spec = shape(base, values: values)
+            var spec = shape(base, values: values, settings: settings)
             spec.name = "recorded"
             return spec
         }

@@ -23,18 +23,19 @@ public struct RecordedWorld: Sendable, Hashable {
 
     /// Reads the world from a script's recorded answers and writes (for a redacted script, the
     /// values the replay will send: `ReplayRunner.values()`). Nil when the recording shows no Wi-Fi.
-    public static func from(_ script: SessionScript, values: [Int: [UInt8]]) -> RecordedWorld? {
+    public static func from(_ script: SessionScript, values: [Int: [UInt8]], settings: [String: String] = [:]) -> RecordedWorld? {
         var world = RecordedWorld()
         var sensor = SensorScan.Joiner()
         var sensorChunks = 0
         var scanned = false
         for (i, step) in script.steps.enumerated() {
             guard let text = step.characteristic, let uuid = BluetoothUUID(string: text) else { continue }
-            let answer = step.expect?.value.flatMap(Hex.bytes)
+            // ESP-IDF security 1 steps carry their plaintext when the session was decrypted.
+            let answer = (step.expect?.plain ?? step.expect?.value).flatMap(Hex.bytes)
             // The world keeps the recorded password, so that `--set password=...` with another
             // one meets the recorded access point and fails as a changed password would; a
             // redacted script's password is known only from what the replay sends.
-            let sent = step.credentials?.redacted == true || script.redacted ? values[i] : step.value.flatMap(Hex.bytes)
+            let sent = step.credentials?.redacted == true || script.redacted ? values[i] : (step.plain ?? step.value).flatMap(Hex.bytes)
             switch (uuid, step.action) {
             case (SensorScan.characteristic, .notification):
                 if let answer, !sensor.complete {
@@ -59,16 +60,21 @@ public struct RecordedWorld: Sendable, Hashable {
                 world.ssid = config.wifi?.ssid ?? world.ssid
                 world.password = config.passphrase?.unsafeBytes ?? world.password
             case (ESPProvisioning.Endpoint.scan.defaultUUID, .read):
-                // Security 0 only: security 1 answers are ciphertext and do not decode.
+                // Security 0, or security 1 decrypted; ciphertext does not decode.
                 guard let answer, case .resultResponse(let entries)? = ESPProvisioning.ScanMessage.decode(answer).0?.payload else { continue }
                 scanned = true
                 for e in entries {
                     world.add(ssid: e.ssid, bssid: e.bssid, channel: e.channel, band: nil, auth: e.auth.raw, rssi: e.rssi)
                 }
             case (ESPProvisioning.Endpoint.config.defaultUUID, .write):
-                guard let sent, case .setConfig(let c)? = ESPProvisioning.ConfigMessage.decode(sent).0?.payload else { continue }
-                world.ssid = c.ssid
-                world.password = c.passphrase.unsafeBytes
+                // The plaintext as recorded (its password '*' when redacted; a security 1 value is
+                // ciphertext, so the replay's `values` cannot stand in for it).
+                let message = (step.plain ?? step.value).flatMap(Hex.bytes) ?? sent ?? []
+                guard case .setConfig(let c)? = ESPProvisioning.ConfigMessage.decode(message).0?.payload else { continue }
+                world.ssid = settings["ssid"].map { Array($0.utf8) } ?? c.ssid
+                // A redacted plaintext holds '*' for the password: the one --set gives is it.
+                let redacted = step.credentials?.redacted == true || script.redacted
+                world.password = redacted ? settings["password"].map { Array($0.utf8) } : c.passphrase.unsafeBytes
             case (ESPProvisioning.Endpoint.config.defaultUUID, .read):
                 guard let answer, case .status(let report)? = ESPProvisioning.ConfigMessage.decode(answer).0?.payload else { continue }
                 switch report.detail {

@@ -54,6 +54,8 @@ public struct ReplayOptions: Sendable {
     public var comparison: ReplayComparison = .progress
     /// Says why the link could not be opened (the target's last error).
     public var connectFailure: (@Sendable () async -> String?)?
+    /// Seeds what the replay makes up itself: the ESP-IDF session's client key pair.
+    public var seed: UInt64 = 1
 
     public init(timing: ReplayTiming = .recorded, settings: [String: String] = [:], readOnly: Bool = false,
                 attTimeout: Int64 = ScriptedCentral.defaultTransactionTimeout, comparison: ReplayComparison = .progress) {
@@ -84,18 +86,19 @@ public struct ReplayRunner {
         var values: [Int: [UInt8]] = [:]
         for (i, step) in script.steps.enumerated() {
             guard let hex = step.value, let bytes = Hex.bytes(hex) else { continue }
-            if let field = step.credentials {
+            if let field = step.credentials, step.plain == nil {
                 values[i] = try CredentialValues.rebuild(bytes, field, settings: options.settings, step: i + 1)
             } else {
                 values[i] = bytes
             }
         }
+        _ = try ESPLiveReplay.make(script, options: options)  // its --set needs (password, pop) too
         return values
     }
 
     public func run(on link: any TimedATTBearer & LinkControl, target: String) async throws(ReplayError) -> ReplayReport {
         let values = try values()
-        let run = Run(script: script, options: options, link: link, values: values)
+        let run = Run(script: script, options: options, link: link, values: values, esp: try ESPLiveReplay.make(script, options: options))
         let startedAt = await link.now()
         let outcomes = await run.go()
         let endedAt = await link.now()
@@ -106,13 +109,15 @@ public struct ReplayRunner {
 }
 
 /// One run's state: the central, the link, what has been observed.
-private final class Run: @unchecked Sendable {
+final class Run: @unchecked Sendable {
     // Used by one task from start to end (the runner's), never concurrently.
     let script: SessionScript
     let options: ReplayOptions
     let link: any TimedATTBearer & LinkControl
     let central: ScriptedCentral
     let values: [Int: [UInt8]]
+    /// The ESP-IDF session, for scripts with ESP steps.
+    let esp: ESPLiveReplay?
     var outcomes: [StepOutcome] = []
     var connected = false
     var discovered = false
@@ -123,11 +128,12 @@ private final class Run: @unchecked Sendable {
     var lastFolds: [BluetoothUUID: ProgressFold] = [:]
     var progress: Bool { options.comparison == .progress }
 
-    init(script: SessionScript, options: ReplayOptions, link: any TimedATTBearer & LinkControl, values: [Int: [UInt8]]) {
+    init(script: SessionScript, options: ReplayOptions, link: any TimedATTBearer & LinkControl, values: [Int: [UInt8]], esp: ESPLiveReplay?) {
         self.script = script
         self.options = options
         self.link = link
         self.values = values
+        self.esp = esp
         central = ScriptedCentral(bearer: link, transactionTimeout: options.attTimeout)
     }
 
@@ -222,6 +228,7 @@ private final class Run: @unchecked Sendable {
             try await connect(&o)
             o.observe("connected first (the recording began mid-connection)")
         }
+        if let esp, try await esp.perform(step, index, &o, run: self) { return }
         switch step.action {
         case .connect:
             try await connect(&o)
@@ -324,6 +331,7 @@ private final class Run: @unchecked Sendable {
             throw .failed("cannot connect\(why.map { ": \($0)" } ?? "")")
         }
         connected = true
+        esp?.linkOpened()
         o.observe("connected")
     }
 

@@ -13,11 +13,18 @@ public struct ExtractOptions: Sendable {
     public var peer: String?
     /// Keep secrets as recorded instead of overwriting them with '*'.
     public var revealSecrets = false
+    /// ESP-IDF security 1: the proof of possession the phone used, to decrypt the session.
+    public var espProofOfPossession: Secret?
+    /// ESP-IDF security 1: the phone's X25519 private key (32 bytes), to decrypt the session.
+    public var espClientPrivateKey: Secret?
 
-    public init(connection: String? = nil, peer: String? = nil, revealSecrets: Bool = false) {
+    public init(connection: String? = nil, peer: String? = nil, revealSecrets: Bool = false,
+                espProofOfPossession: Secret? = nil, espClientPrivateKey: Secret? = nil) {
         self.connection = connection
         self.peer = peer
         self.revealSecrets = revealSecrets
+        self.espProofOfPossession = espProofOfPossession
+        self.espClientPrivateKey = espClientPrivateKey
     }
 }
 
@@ -166,8 +173,10 @@ public final class ScriptExtractor {
         }
         ConnectionSteps.setTimeouts(&steps)
         let device = Self.deviceKind(steps)
-        return SessionScript(source: .init(capture: capture, peer: chosen.first?.peer, connections: chosen.map(\.key.description), start: start),
-                             device: device, redacted: !options.revealSecrets, steps: steps)
+        var script = SessionScript(source: .init(capture: capture, peer: chosen.first?.peer, connections: chosen.map(\.key.description), start: start),
+                                   device: device, redacted: !options.revealSecrets, steps: steps)
+        ESPSessionReplay.annotate(&script, endpoints: chosen.reduce(into: [:]) { $0.merge($1.endpointNames) { a, _ in a } }, options: options)
+        return script
     }
 
     /// The device protocol the steps speak, by the characteristics they use.
@@ -188,6 +197,8 @@ final class ConnectionSteps {
     var role: Role = .unknown
     var peer: String?
     var phoneHungUp = false
+    /// ESP-IDF endpoint names by characteristic UUID, as discovery found them (`ESPSessionReplay`).
+    private(set) var endpointNames: [String: String] = [:]
     private(set) var steps: [ReplayStep] = []
     private var connected = false
     /// The step waiting for the peripheral's answer.
@@ -368,6 +379,7 @@ final class ConnectionSteps {
         e.result = "ok"
         e.characteristics = Set(table.characteristics.values.map(\.uuid.canonicalString)).sorted()
         steps[d].expect = e
+        endpointNames = ESPSessionReplay.endpointNames(table)
     }
 
     /// At the end: a discovery that was the connection's last step.

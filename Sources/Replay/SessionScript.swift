@@ -17,6 +17,9 @@ public struct SessionScript: Codable, Sendable, Hashable {
     /// carries one need `--set` at run time.
     public var redacted: Bool
     public var steps: [ReplayStep]
+    /// ESP-IDF provisioning: the session's scheme, its proof of possession and whether the steps
+    /// carry plaintext to run the session live (`ESPSessionReplay`); nil for other devices.
+    public var esp: ESPSession?
 
     public struct Source: Codable, Sendable, Hashable {
         public var capture: String
@@ -26,11 +29,12 @@ public struct SessionScript: Codable, Sendable, Hashable {
         public var start: Int64
     }
 
-    public init(source: Source, device: String?, redacted: Bool, steps: [ReplayStep]) {
+    public init(source: Source, device: String?, redacted: Bool, steps: [ReplayStep], esp: ESPSession? = nil) {
         self.source = source
         self.device = device
         self.redacted = redacted
         self.steps = steps
+        self.esp = esp
     }
 
     /// The script as pretty JSON, keys in a stable order.
@@ -128,6 +132,9 @@ public struct ReplayStep: Codable, Sendable, Hashable {
     public var indication: Bool?
     /// How long to wait, in microseconds (notification, link-lost).
     public var timeout: Int64?
+    /// ESP-IDF provisioning: what `value` carries in the clear (hex) on an endpoint the session
+    /// protects; the live replay encrypts it with its own session. `credentials` apply to it.
+    public var plain: String?
     /// The value carries credentials: how to rebuild it with `--set`.
     public var credentials: CredentialField?
     public var expect: Expectation?
@@ -154,6 +161,8 @@ public struct ReplayStep: Codable, Sendable, Hashable {
         public var reason: String?
         /// PDU: the answer's opcode (hex).
         public var opcode: String?
+        /// ESP-IDF provisioning: the value read, decrypted (hex); compared by meaning.
+        public var plain: String?
 
         public init() {}
     }
@@ -175,6 +184,8 @@ public struct ReplayStep: Codable, Sendable, Hashable {
         func needs(_ present: Bool, _ what: String) -> String? { present ? nil : "needs '\(what)'" }
         if let value, Hex.bytes(value) == nil { return "'value' is not hex bytes" }
         if let e = expect?.value, Hex.bytes(e) == nil { return "'expect.value' is not hex bytes" }
+        if let p = plain, Hex.bytes(p) == nil { return "'plain' is not hex bytes" }
+        if let p = expect?.plain, Hex.bytes(p) == nil { return "'expect.plain' is not hex bytes" }
         if let c = characteristic, BluetoothUUID(string: c) == nil { return "'characteristic' \(c) is not a UUID" }
         if let d = descriptor, BluetoothUUID(string: d) == nil { return "'descriptor' \(d) is not a UUID" }
         switch action {

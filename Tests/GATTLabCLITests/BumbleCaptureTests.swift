@@ -211,8 +211,20 @@ final class BumbleCaptureTests: XCTestCase {
     }
 
     /// Every ATT value (hex) in decode's JSON, joined per PDU; long writes are checked per piece.
+    /// Every ATT value, one per line, and then the values of each run of Prepare Write Requests
+    /// joined (a long write, as at MTU 23, carries the password in pieces).
     func attValues(_ jsonl: String) -> String {
-        Harness.jsonLines(jsonl, type: "att").compactMap { $0["value"] as? String }.joined(separator: "\n")
+        let att = Harness.jsonLines(jsonl, type: "att")
+        var lines = att.compactMap { $0["value"] as? String }
+        var joined = ""
+        for pdu in att {
+            if pdu["opcode"] as? Int == 0x16 { joined += pdu["value"] as? String ?? "" }
+            if pdu["opcode"] as? Int == 0x18, !joined.isEmpty {
+                lines.append(joined)
+                joined = ""
+            }
+        }
+        return lines.joined(separator: "\n")
     }
 }
 

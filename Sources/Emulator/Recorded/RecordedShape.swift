@@ -63,6 +63,16 @@ extension EmulatedDeviceSpec {
         return spec
     }
 
+    /// The same ESP-IDF device with its configuration changed (a replay shapes the security
+    /// scheme, proto-ver answer and PoP like the recorded device's); other devices unchanged.
+    public func withESP(_ change: (inout ESPConfiguration) -> Void) -> EmulatedDeviceSpec {
+        guard case .esp(var c)? = configuration else { return self }
+        change(&c)
+        var spec = self
+        spec.set(.esp(c))
+        return spec
+    }
+
     /// A clone of a recorded device whose protocol GATTLab does not model (`ClonedDevice`).
     public static func clone(name: String, recorded: RecordedTable, reactions: [RecordedReaction]) -> EmulatedDeviceSpec {
         EmulatedDeviceSpec(name: name, kind: "clone", summary: "a clone of the recorded device: its database, its answers as recorded",

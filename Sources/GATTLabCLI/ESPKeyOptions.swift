@@ -1,0 +1,29 @@
+import ArgumentParser
+import Capture
+
+/// `--esp-pop` and `--esp-client-key` for `replay extract` and `replay run`: the names, help and
+/// parsing of decode's and timeline's options (`DecodeOptions`), here to decrypt a recorded
+/// ESP-IDF security 1 session into a script that runs the session live.
+struct ESPKeyOptions: ParsableArguments {
+    @Option(name: .customLong("esp-pop"), help: ArgumentHelp(
+        "ESP-IDF security 1: the proof of possession the phone used, to decrypt the session (a secret: redacted in the script unless --reveal-secrets).",
+        valueName: "text"))
+    var espPoP: String?
+
+    @Option(name: .customLong("esp-client-key"), help: ArgumentHelp(
+        "ESP-IDF security 1: the phone's X25519 private key, 64 hex digits (a secret: never printed or written).",
+        valueName: "hex"))
+    var espClientKey: String?
+
+    var isEmpty: Bool { espPoP == nil && espClientKey == nil }
+
+    func validate() throws {
+        if let espClientKey, DecodeOptions.hexKey(espClientKey) == nil {
+            // The value is a secret: the message does not repeat it.
+            throw ValidationError("--esp-client-key takes 64 hex digits (a 32-byte X25519 private key)")
+        }
+    }
+
+    var proofOfPossession: Secret? { espPoP.map { Secret(Array($0.utf8), label: "ESP proof of possession") } }
+    var clientPrivateKey: Secret? { espClientKey.flatMap(DecodeOptions.hexKey).map { Secret($0, label: "ESP client private key") } }
+}
