@@ -20,6 +20,8 @@ public struct RecordedWorld: Sendable, Hashable {
     public var password: [UInt8]?
     /// What became of the join in the recording, when it says.
     public var join: Join?
+    /// SSIDs already in `networks`.
+    private var seen: Set<[UInt8]> = []
 
     /// Reads the world from a script's recorded answers and writes (for a redacted script, the
     /// values the replay will send: `ReplayRunner.values()`). Nil when the recording shows no Wi-Fi.
@@ -97,7 +99,8 @@ public struct RecordedWorld: Sendable, Hashable {
     }
 
     private mutating func add(ssid: [UInt8], bssid: [UInt8]?, channel: UInt32?, band: Int?, auth: Int?, rssi: Int32?) {
-        guard !networks.contains(where: { Array($0.ssid.utf8) == ssid }) else { return }
+        // A hostile capture may list a network thousands of times: a set, not a search.
+        guard seen.insert(ssid).inserted else { return }
         let text = String(decoding: ssid, as: UTF8.self)
         let channel = channel ?? 6
         // nRF7 names the band (1 2.4 GHz, 2 5 GHz); otherwise the channel says it.

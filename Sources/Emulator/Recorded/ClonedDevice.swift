@@ -58,6 +58,12 @@ public final class ClonedDevice: DeviceModel {
     public init(scheduler: VirtualScheduler, recorded: RecordedTable, reactions: [RecordedReaction], serverMTU: UInt16 = 247) {
         self.scheduler = scheduler
         self.reactions = reactions
+        // Indexed once: a recording of many writes must not make each write a scan of them all.
+        for r in reactions {
+            if let value = r.value { byValue[HandleValue(handle: r.handle, value: value), default: []].append(r) }
+            lastByHandle[r.handle] = r
+            if r.value == nil { anyValueByHandle[r.handle] = r }
+        }
         server = RecordedTable.server(recorded, builtIn: "", serverMTU: serverMTU, values: [:])
         for handle in Set(reactions.map(\.handle)) {
             server.onWrite(handle) { [weak self] _, w in
@@ -78,16 +84,18 @@ public final class ClonedDevice: DeviceModel {
     /// n-th recorded reaction to it (the same command may have been answered differently over time).
     private var served: [HandleValue: Int] = [:]
     private struct HandleValue: Hashable { var handle: UInt16; var value: [UInt8] }
+    private var byValue: [HandleValue: [RecordedReaction]] = [:]
+    private var lastByHandle: [UInt16: RecordedReaction] = [:]
+    private var anyValueByHandle: [UInt16: RecordedReaction] = [:]
 
     private func written(_ handle: UInt16, _ value: [UInt8]) -> ATTErrorCode? {
         let key = HandleValue(handle: handle, value: value)
-        let same = reactions.filter { $0.handle == handle && $0.value == value }
+        let same = byValue[key] ?? []
         let n = served[key, default: 0]
-        served[key] = n + 1
+        if !same.isEmpty { served[key] = n + 1 }
         let exact = same.isEmpty ? nil : same[min(n, same.count - 1)]
         if exact != nil { matched += 1 } else { unmatched += 1 }
-        guard let reaction = exact ?? reactions.last(where: { $0.handle == handle && $0.value == nil })
-            ?? reactions.last(where: { $0.handle == handle }) else { return nil }
+        guard let reaction = exact ?? anyValueByHandle[handle] ?? lastByHandle[handle] else { return nil }
         let g = generation
         for n in reaction.notifications {
             scheduler.schedule(after: max(0, n.after)) { [weak self] in
