@@ -164,14 +164,30 @@ if len(att) == len(caps):
             streams.setdefault(line.split("\t")[0], []).append(line)
         return streams
 
+    def only_drops(x, y):
+        # x is y with some PDUs missing and nothing else different (a reader that fell behind).
+        i = 0
+        for q in y:
+            if i < len(x) and x[i] == q:
+                i += 1
+        return i == len(x)
+
     b = per_adapter(att["btmon"])
     for other in ["tcpdump", "gattlab capture"]:
         t = per_adapter(att[other])
-        agree, problems = 0, []
+        agree, problems, lost = 0, [], 0
         for adapter in sorted(set(b) | set(t)):
             x, y = b.get(adapter, []), t.get(adapter, [])
             same = sum(1 for p, q in zip(x, y) if p == q)
             agree += same
+            # btmon decodes as it reads and, under TCG with the fuzz campaigns' load, can still
+            # fall behind and lose monitor packets (see guest.sh): a few PDUs missing from btmon
+            # alone, all the rest identical and in order, is that and nothing else. tcpdump and
+            # gattlab capture must then agree with each other exactly (checked below).
+            if x != y and len(x) < len(y) and len(y) - len(x) <= max(10, len(y) // 100) and only_drops(x, y):
+                lost += len(y) - len(x)
+                agree += len(x) - same
+                continue
             if x != y:
                 first = next((i for i, (p, q) in enumerate(zip(x, y)) if p != q), min(len(x), len(y)))
                 problems.append(f"controller {adapter}: {len(x)} vs {len(y)} ATT PDUs, {same} identical, first difference at its "
@@ -180,6 +196,9 @@ if len(att) == len(caps):
         if not problems and n:
             ok(f"btmon and {other} agree on the ATT layer record for record on each controller: {agree} of {n} ATT PDUs identical "
                f"(adapter, monitor opcode, ATT opcode, handle, value); all records: {totals['btmon']} vs {totals[other]}")
+            if lost:
+                detail(f"btmon lost {lost} ATT PDUs that {other} has (its monitor socket overflowed while it fell behind); "
+                       f"every PDU it kept is identical and in order")
             bc = status.get("bumble_controller", "")
             if bc.startswith("hci"):  # the Bumble sessions' controller (section 7)
                 n_b = len(b.get(bc[3:], []))
@@ -188,6 +207,12 @@ if len(att) == len(caps):
             bad(f"btmon and {other} differ on the ATT layer: {n} vs {len(att[other])} ATT PDUs")
             for p in problems:
                 detail(p)
+    # The two libpcap-side captures (tcpdump's and gattlab's) must agree exactly, drops or not.
+    t1, t2 = per_adapter(att["tcpdump"]), per_adapter(att["gattlab capture"])
+    if t1 == t2:
+        ok(f"tcpdump and gattlab capture agree on the ATT layer record for record on each controller: {len(att['tcpdump'])} ATT PDUs")
+    else:
+        bad(f"tcpdump and gattlab capture differ on the ATT layer: {len(att['tcpdump'])} vs {len(att['gattlab capture'])} ATT PDUs")
     # Both controllers are in the capture: each PDU once sent (monitor opcode 4, ACL TX) and once received (5).
     tx = sum(1 for line in att["btmon"] if line.split("\t")[1:2] == ["4"])
     rx = sum(1 for line in att["btmon"] if line.split("\t")[1:2] == ["5"])
