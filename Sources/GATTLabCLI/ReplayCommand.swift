@@ -346,19 +346,19 @@ struct ReplayCommand: ParsableCommand {
 
     /// The recorded device of a capture, with the CLI's errors.
     static func recordedDevice(_ path: String, _ options: ExtractOptions) throws -> RecordedDevice {
-        do {
-            return try RecordedDevice.read(path: path, options: options)
-        } catch let error as CaptureError {
-            throw Failure(error)
-        } catch let error as ReplayError {
-            throw Failure(error, filtered: options.connection != nil || options.peer != nil)
-        }
+        try withCLIErrors(options) { try RecordedDevice.read(path: path, options: options) }
     }
 
     /// Extraction with the CLI's errors: capture errors as one line (file, record, offset).
     static func extract(_ path: String, _ options: ExtractOptions) throws -> SessionScript {
+        try withCLIErrors(options) { try ScriptExtractor.extract(path: path, options: options) }
+    }
+
+    /// Capture and replay errors of reading a capture, in the voice of every error; "nothing to
+    /// replay" is a filter that matched nothing when --connection or --peer chose.
+    private static func withCLIErrors<T>(_ options: ExtractOptions, _ body: () throws -> T) throws -> T {
         do {
-            return try ScriptExtractor.extract(path: path, options: options)
+            return try body()
         } catch let error as CaptureError {
             throw Failure(error)
         } catch let error as ReplayError {

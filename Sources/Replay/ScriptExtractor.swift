@@ -65,15 +65,7 @@ public final class ScriptExtractor {
     /// Reads `path` and returns the script. Capture errors come back as they are (file, record,
     /// offset); a capture with nothing to replay is a `ReplayError`.
     public static func extract(path: String, options: ExtractOptions = ExtractOptions()) throws -> SessionScript {
-        let reader = try openCapture(path)
-        let extractor = ScriptExtractor(options: options)
-        let gatt = GATTDecoder()
-        while let record = try reader.next() {
-            gatt.consume(record)
-            if gatt.events.isEmpty { continue }
-            try extractor.consume(gatt, record: record)
-        }
-        return try extractor.finish(capture: path, gatt: gatt)
+        try extractWithTable(path: path, options: options).0
     }
 
     /// Takes the GATT events of one record.
