@@ -72,7 +72,7 @@ let package = Package(
         // Replay: scripts from captures, a runner over any bearer, the comparison with the recording.
         .target(name: "Replay", dependencies: ["Emulator", "Profiles", "Transport", "GATT", "ATT", "HCI", "Capture"], swiftSettings: strict),
         // Fuzzing: mutators (generic and per protocol), in-process targets, the engine, corpora, findings.
-        .target(name: "Fuzz", dependencies: ["Emulator", "Analysis", "Profiles", "Transport", "GATT", "ATT", "HCI", "Capture"], swiftSettings: strict),
+        .target(name: "Fuzz", dependencies: ["Emulator", "Replay", "Analysis", "Profiles", "Transport", "GATT", "ATT", "HCI", "Capture"], swiftSettings: strict),
         // Timelines and diagnoses over the decoded events.
         .target(name: "Analysis", dependencies: ["Profiles", "GATT", "ATT", "HCI", "Capture"], swiftSettings: strict),
         // Capture redaction: secrets overwritten in place, addresses and names replaced, the result proven.

@@ -27,6 +27,7 @@ runs_for() {
     capture) echo 3000 ;;
     device-sensor) echo 2500 ;;
     device-speaker) echo 1800 ;;
+    device) echo 1000 ;;
     timeline) echo 1200 ;;
     *) echo 2000 ;;
   esac
@@ -38,7 +39,15 @@ for t in $("$GATTLAB" fuzz list | awk '{print $1}'); do
   [ -d "Corpus/$t" ] && cp -R "Corpus/$t/." "$tmp/corpus/$t/"
   n=$(runs_for "$t")
   start=$(date +%s%N)
-  if out=$("$GATTLAB" fuzz "$t" --seed 1 --runs "$n" --corpus "$tmp/corpus/$t" --findings "$tmp/findings/$t" --quiet 2>&1); then
+  extra=()
+  if [ "$t" = device ]; then
+    # Black-box: the healthy emulated speaker in another process, over unix:, must give nothing.
+    "$GATTLAB" emulate speaker --listen "unix:$tmp/dut.sock" --speed 100 --quiet > "$tmp/dut.log" 2>&1 &
+    dut=$!
+    for _ in $(seq 50); do [ -S "$tmp/dut.sock" ] && break; sleep 0.1; done
+    extra=(--target "unix:$tmp/dut.sock" --speed 100)
+  fi
+  if out=$("$GATTLAB" fuzz "$t" "${extra[@]}" --seed 1 --runs "$n" --corpus "$tmp/corpus/$t" --findings "$tmp/findings/$t" --quiet 2>&1); then
     passed=$((passed + 1))
     printf '%-15s ok    %s  (%d ms)\n' "$t" "$(echo "$out" | tail -1)" $((($(date +%s%N) - start) / 1000000))
   else
@@ -53,6 +62,7 @@ for t in $("$GATTLAB" fuzz list | awk '{print $1}'); do
       echo "  reproduce: $GATTLAB fuzz reproduce fuzz-findings/$(basename "$f")"
     done
   fi
+  if [ "$t" = device ]; then kill "$dut" 2>/dev/null; wait "$dut" 2>/dev/null; fi
 done
 
 # Coverage-guided: fuzz-status with the fuzzer runtime and ASan, new inputs to a temporary folder

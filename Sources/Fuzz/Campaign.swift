@@ -59,6 +59,11 @@ public struct CampaignSummary: Sendable, Codable {
     public var findings: [FindingRecord]
     /// Ended by SIGINT or SIGTERM before its --runs or --time.
     public var interrupted = false
+    /// Findings that did not come again when their minimised input was run once more: told,
+    /// not reported (kind: detail).
+    public var unconfirmed: [String]? = nil
+    /// A black-box campaign's device, coverage and speed.
+    public var blackBox: BlackBoxReport? = nil
 }
 
 public struct FindingRecord: Sendable, Codable, Hashable {
@@ -85,6 +90,7 @@ public final class Campaign {
     private var random: FuzzRandom
     private var findings: [FindingRecord] = []
     private var foundKinds = Set<String>()
+    private var unconfirmed: [String] = []
 
     /// Quirks planted in an emulated device target, written in the notes so a reproducer finds
     /// the same device.
@@ -162,8 +168,14 @@ public final class Campaign {
             }
             if case .finding(let kind, let detail) = result {
                 if !foundKinds.contains(kind) {
-                    foundKinds.insert(kind)
                     let minimal = minimize(input, kind: kind)
+                    if let why = unconfirmedReason(minimal, kind: kind) {
+                        // A flake of the device or the link: told, and the campaign goes on.
+                        if unconfirmed.count < 100 { unconfirmed.append("\(kind): \(detail) (\(why))") }
+                        progress("unconfirmed \(kind) after \(runs) runs, not reported: \(why)")
+                        continue
+                    }
+                    foundKinds.insert(kind)
                     let file = try Storage.writeFinding(minimal, kind: kind, detail: detail, target: target.name, quirks: quirks,
                                                         remote: target.remote, to: options.findings)
                     if let save = target.artifact {
@@ -181,7 +193,19 @@ public final class Campaign {
         let seconds = max(Date().timeIntervalSince(start), 1e-9)
         return CampaignSummary(target: target.name, runs: runs, seconds: seconds, execsPerSecond: Double(runs) / seconds,
                                corpusStart: corpusStart, corpusEnd: corpus.count, features: features.total, findings: findings,
-                               interrupted: interrupted)
+                               interrupted: interrupted, unconfirmed: target.confirmations > 0 ? unconfirmed : nil)
+    }
+
+    /// Runs a minimised finding again `target.confirmations` times; nil when every run gave the
+    /// same kind of finding, else why it is not reported.
+    private func unconfirmedReason(_ minimal: [UInt8], kind: String) -> String? {
+        for attempt in 0..<target.confirmations {
+            CrashGuard.current(minimal)
+            guard case .finding(let k, _) = target.execute(minimal, Features()), k == kind else {
+                return "its minimised input did not give it again (run \(attempt + 1) of \(target.confirmations))"
+            }
+        }
+        return nil
     }
 
     private func line(runs: Int, since start: Date) -> String {
@@ -204,6 +228,29 @@ public final class Campaign {
     func minimize(_ input: [UInt8], kind: String) -> [UInt8] {
         var best = input
         var tries = 0
+        func gives(_ candidate: [UInt8]) -> Bool {
+            tries += 1
+            CrashGuard.current(candidate)
+            if case .finding(let k, _) = target.execute(candidate, Features()), k == kind { return true }
+            return false
+        }
+        // Whole units first (a black-box input's operations), the last first: the steps before
+        // the one that did it are the state it needs, and fewer of them is a shorter story.
+        if let units = target.units {
+            var i = units(best).count - 1
+            while i >= 0, tries < target.minimizeTries {
+                let ranges = units(best)
+                if i < ranges.count {
+                    var candidate = best
+                    candidate.removeSubrange(ranges[i])
+                    if gives(candidate) { best = candidate }
+                }
+                i -= 1
+            }
+            // Bytes removed inside an operation would turn it into another one: the reproducer
+            // stays a sequence of the operations that were sent.
+            return best
+        }
         var chunk = max(1, best.count / 2)
         while chunk >= 1, tries < target.minimizeTries {
             var i = 0

@@ -81,12 +81,22 @@ public struct FuzzTarget: Sendable {
     /// findings are reproduced against that device, not by `gattlab fuzz reproduce`: the fault is
     /// the device's (an emulator's --quirk the campaign does not know).
     public let remote: String?
+    /// The units of an input (its operations), removed whole before single bytes when
+    /// minimising; nil: bytes only.
+    public let units: (@Sendable ([UInt8]) -> [Range<Int>])?
+    /// How many times a minimised finding is run again before it is reported: a finding that
+    /// does not come again is a flake of the device or the link, not a bug to report (0: none,
+    /// for in-process targets, which are deterministic).
+    public let confirmations: Int
 
     public init(name: String, summary: String, maxLength: Int = 4096, seeds: @escaping @Sendable () -> [[UInt8]],
                 mutator: (@Sendable (inout [UInt8], inout FuzzRandom) -> Void)? = nil, minimizeTries: Int = 4000,
                 execute: @escaping @Sendable ([UInt8], Features) -> FuzzOutcome,
-                artifact: (@Sendable (String) -> Void)? = nil, remote: String? = nil) {
+                artifact: (@Sendable (String) -> Void)? = nil, remote: String? = nil,
+                units: (@Sendable ([UInt8]) -> [Range<Int>])? = nil, confirmations: Int = 0) {
         self.remote = remote
+        self.units = units
+        self.confirmations = confirmations
         self.name = name
         self.summary = summary
         self.maxLength = maxLength

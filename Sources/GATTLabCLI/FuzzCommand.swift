@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Emulator
 import Fuzz
+import Replay
 import Transport
 
 /// `gattlab fuzz`: structure-aware fuzzing of the decoders and the emulated devices.
@@ -25,8 +26,20 @@ struct FuzzCommand: ParsableCommand {
               gattlab fuzz status --runs 1000000
               gattlab fuzz scan --time 10m --corpus Corpus/scan --jobs 2
               gattlab fuzz device-speaker --quirk ssid-overflow --seed 1 --runs 20000
-              gattlab fuzz device-speaker --target unix:/tmp/s.sock --speed 100 --time 5m
+              gattlab fuzz device --target unix:/tmp/dut.sock --runs 2500
+              gattlab fuzz device --target bluez:hci0/C0:00:00:00:00:01 --seeds-from session.btsnoop --time 1h
               gattlab fuzz reproduce fuzz-findings/FINDING
+
+            Black-box (`device --target`): any GATT device. The campaign discovers its table, \
+            finds the device protocols by UUID wherever that device put them, drives each \
+            protocol through its states (from its valid flows, or a recorded session with \
+            --seeds-from) and fuzzes there: values by each characteristic's role, limits one \
+            below and one above, CCCDs and other descriptors, MTUs at the edges, long writes, \
+            reconnects, steps skipped, repeated and reordered. A finding (dropped link, no \
+            answer, an answer that breaks ATT or the protocol, bytes of an earlier write read \
+            back) is minimised, confirmed by running it again, and saved as FINDING.btsnoop \
+            and FINDING.json for `gattlab replay run`. The summary shows coverage per \
+            characteristic and protocol state.
 
             Coverage-guided, under libFuzzer and ASan: make fuzz TARGET=status TIME=60
             """,
@@ -45,7 +58,8 @@ struct FuzzCommand: ParsableCommand {
                     let t = try FuzzTargets.named(name)
                     return "{\"name\":\"\(t.name)\",\"summary\":\(Self.quoted(t.summary)),\"maxLength\":\(t.maxLength)}"
                 }
-                print("[" + rows.joined(separator: ",\n ") + "]")
+                let device = "{\"name\":\"\(Run.blackBoxName)\",\"summary\":\"any GATT device, black-box (--target)\",\"maxLength\":4096,\"blackBox\":true}"
+                print("[" + (rows + [device]).joined(separator: ",\n ") + "]")
                 return
             }
             let width = FuzzTargets.names.map(\.count).max() ?? 0
@@ -53,6 +67,8 @@ struct FuzzCommand: ParsableCommand {
                 let t = try FuzzTargets.named(name)
                 print(name.padding(toLength: width + 2, withPad: " ", startingAt: 0) + t.summary)
             }
+            print(Run.blackBoxName.padding(toLength: width + 2, withPad: " ", startingAt: 0)
+                  + "any GATT device, black-box (--target unix:PATH|bluez:...): discovered, aimed by UUID, driven through its protocols' states")
         }
 
         static func quoted(_ s: String) -> String {
@@ -88,7 +104,10 @@ struct FuzzCommand: ParsableCommand {
         @Option(name: .long, help: ArgumentHelp("Plant a firmware bug in the emulated device (device-speaker: ssid-overflow, short-status-write, unbounded-prepare-queue; device-sensor: split-line-loss). Repeatable.", valueName: "name"))
         var quirk: [String] = []
 
-        @Option(name: .customLong("target"), help: ArgumentHelp("Black-box: send device-speaker or device-sensor inputs to a device in another process (unix:PATH, see gattlab emulate --listen) or a real one (bluez:hciN/ADDR[/public|random]), one connection per input. Over bluez: each input's LE link is ended with HCI Disconnect (CAP_NET_RAW); use a test machine: Linux 6.1 oopsed under such campaigns (README).", valueName: "target"))
+        @Option(name: .customLong("seeds-from"), help: ArgumentHelp("Black-box (device): start from this recorded session's writes, reads, subscriptions and MTU, in order, aimed by UUID at the device under test (the capture's passwords are redacted, their lengths kept). Repeatable.", valueName: "capture"))
+        var seedsFrom: [String] = []
+
+        @Option(name: .customLong("target"), help: ArgumentHelp("Black-box: with the target device, fuzz any GATT device, discovered first and aimed by UUID; with device-speaker or device-sensor, send their inputs to a device in another process (unix:PATH, see gattlab emulate --listen) or a real one (bluez:hciN/ADDR[/public|random]), one connection per input. Over bluez: each input's LE link is ended with HCI Disconnect (CAP_NET_RAW); use a test machine: Linux 6.1 oopsed under such campaigns (README).", valueName: "target"))
         var remote: String?
 
         @Option(name: .long, help: ArgumentHelp("The emulator's --speed (unix:, or bluez: to gattlab emulate --hci), so answer timeouts are in the device's time.", valueName: "factor"))
@@ -110,15 +129,21 @@ struct FuzzCommand: ParsableCommand {
         var format: OutputFormatOption = .text
 
         func validate() throws {
-            guard FuzzTargets.names.contains(target) || target == "selftest-crash" else {
-                throw ValidationError("no fuzz target '\(target)'; known: \(FuzzTargets.names.joined(separator: ", "))")
+            guard FuzzTargets.names.contains(target) || target == "selftest-crash" || target == Self.blackBoxName else {
+                throw ValidationError("no fuzz target '\(target)'; known: \(FuzzTargets.names.joined(separator: ", ")), \(Self.blackBoxName)")
+            }
+            if target == Self.blackBoxName, remote == nil {
+                throw ValidationError("the device target is black-box: give the device with --target unix:PATH or bluez:hciN/ADDR")
+            }
+            if !seedsFrom.isEmpty, target != Self.blackBoxName {
+                throw ValidationError("--seeds-from is for black-box campaigns of the device target (gattlab fuzz device --target ...)")
             }
             if let time, Self.seconds(time) == nil { throw ValidationError("--time takes a duration like 90, 90s, 10m or 2h") }
             if let runs, runs < 0 { throw ValidationError("--runs must be 0 or more") }
             guard (1...64).contains(jobs) else { throw ValidationError("--jobs must be 1 to 64") }
             if let remote {
-                guard ["device-speaker", "device-sensor"].contains(target) else {
-                    throw ValidationError("--target takes device-speaker or device-sensor inputs to a device; \(target) runs in-process")
+                guard ["device-speaker", "device-sensor", Self.blackBoxName].contains(target) else {
+                    throw ValidationError("--target takes the device target (or device-speaker or device-sensor inputs) to a device; \(target) runs in-process")
                 }
                 guard quirk.isEmpty else { throw ValidationError("quirks are the device's: give them to gattlab emulate --quirk, not here") }
                 let parsed = try ReplayTarget.parse(remote)
@@ -134,6 +159,9 @@ struct FuzzCommand: ParsableCommand {
                 throw ValidationError("give --runs or --time in CI (a campaign without them runs until stopped)")
             }
         }
+
+        /// The black-box target of any device: discovered, aimed by UUID (GATTBlackBox).
+        static let blackBoxName = "device"
 
         /// Connects once and hangs up; nil when that worked, else why not.
         static func firstConnectionFails(_ link: any TimedATTBearer & LinkControl,
@@ -163,8 +191,11 @@ struct FuzzCommand: ParsableCommand {
         func run() throws {
             if jobs > 1 { return try runJobs() }
             let fuzzTarget: FuzzTarget
+            var reporter: GATTCampaignReporter?
             do {
-                if let remote {
+                if let remote, target == Self.blackBoxName {
+                    (fuzzTarget, reporter) = try blackBoxTarget(remote)
+                } else if let remote {
                     let parsed = try ReplayTarget.parse(remote)
                     let (speed, label) = (speed, remote)
                     // A device that cannot be reached at all is no finding: say why, once.
@@ -191,6 +222,9 @@ struct FuzzCommand: ParsableCommand {
                     fuzzTarget = try FuzzTargets.named(target, quirks: quirk)
                 }
             } catch let error as FuzzError {
+                if reporter == nil, target == Self.blackBoxName, case .io(let why) = error {
+                    throw Failure(.unavailable, why, hint: "check that the device answers GATT discovery (gattlab replay run works against it)")
+                }
                 throw Failure(.usage, error.description, hint: "`gattlab fuzz list` names the targets and their quirks")
             }
             var options = CampaignOptions()
@@ -203,14 +237,44 @@ struct FuzzCommand: ParsableCommand {
             // Progress is for a person watching: only on a terminal.
             options.progressEvery = quiet || isatty(2) != 1 ? 0 : 2
             let campaign = Campaign(target: fuzzTarget, options: options, quirks: quirk)
-            let summary: CampaignSummary
+            var summary: CampaignSummary
             CampaignStop.installHandlers()
             do {
                 summary = try campaign.run { printError($0) }
             } catch {
                 throw Failure(.cannotCreate, error.description, hint: "check that the --corpus and --findings folders are writable")
             }
+            if let reporter { summary.blackBox = reporter.report(unconfirmed: summary.unconfirmed ?? []) }
             report([summary])
+        }
+
+        /// The device target: reach it once (an unreachable device is an error, not a finding),
+        /// discover it, and map the recorded sessions onto its table.
+        func blackBoxTarget(_ remote: String) throws -> (FuzzTarget, GATTCampaignReporter) {
+            let parsed = try ReplayTarget.parse(remote)
+            let probe = try parsed.link(security: "low", speed: speed)
+            if let why = Self.firstConnectionFails(probe.link, failure: probe.failure) {
+                throw Failure(.unavailable, "cannot reach \(remote): \(why)",
+                              hint: "check that the device (or `gattlab emulate --listen`) is up and the address is right")
+            }
+            if case .bluez = parsed, !BlueZController.maySendCommands {
+                throw Failure(.noPermission, "fuzzing over bluez: ends each input's LE link with an HCI Disconnect, which needs CAP_NET_RAW",
+                              hint: "run as root or grant it: setcap cap_net_raw+ep $(command -v gattlab)")
+            }
+            var scripts: [SessionScript] = []
+            for path in seedsFrom {
+                do { scripts.append(try ScriptExtractor.extract(path: path)) } catch {
+                    throw Failure(.badInput, "cannot read the session to seed from: \(error)", file: path,
+                                  hint: "give a capture with an ATT session (gattlab timeline shows what it has)")
+                }
+            }
+            let timeout = Int64(max(answerTimeout * 1000, speed * 1_000_000))
+            var cap = maxPDUs
+            if case .bluez = parsed, cap == nil { cap = 128 }
+            let speed = speed
+            return try GATTBlackBox.target(label: remote, timeout: timeout, maxPDUs: cap, seedScripts: scripts) {
+                ((try? parsed.link(security: "low", speed: speed).link) ?? UnixSocketLink(path: "/nonexistent"))
+            } progress: { line in if !quiet { printError(line) } }
         }
 
         /// Several campaigns as processes of their own (a crash ends one job, not the others),
@@ -226,6 +290,7 @@ struct FuzzCommand: ParsableCommand {
                 if let time { args += ["--time", time] }
                 if let remote { args += ["--target", remote, "--speed", String(speed), "--answer-timeout", String(answerTimeout)] }
                 if let maxPDUs { args += ["--max-pdus", String(maxPDUs)] }
+                for path in seedsFrom { args += ["--seeds-from", path] }
                 if let corpus { args += ["--corpus", corpus] }
                 for q in quirk { args += ["--quirk", q] }
                 if keepGoing { args.append("--keep-going") }
@@ -248,6 +313,30 @@ struct FuzzCommand: ParsableCommand {
             report(summaries, crashedJobs: crashed)
         }
 
+        /// The device, what the campaign reached there and how fast: coverage per characteristic
+        /// and protocol state, and the characteristics it never reached.
+        func printBlackBox(_ bb: BlackBoxReport) {
+            print("device: server MTU \(bb.serverMTU)\(bb.encrypted ? ", encrypted link" : ""), protocols: \(bb.protocols.isEmpty ? "none known" : bb.protocols.joined(separator: ", "))")
+            for line in bb.table { print("  \(line)") }
+            print("\(bb.operations) ATT operations, \(Int(bb.operationsPerSecond)) per second")
+            for u in bb.unconfirmed { print("unconfirmed (not reported): \(u)") }
+            print("coverage (characteristic / protocol state: sent, answered, ATT errors, drops, timeouts):")
+            for row in bb.coverage {
+                var parts = ["\(row.sent) sent", "\(row.ok) ok"]
+                parts += row.errors.sorted { $0.value > $1.value }.map { "\($0.key) \($0.value)" }
+                if row.drops > 0 { parts.append("\(row.drops) dropped") }
+                if row.timeouts > 0 { parts.append("\(row.timeouts) timed out") }
+                print("  \(row.characteristic) / \(row.state): \(parts.joined(separator: ", "))")
+            }
+            let reached = Set(bb.coverage.map(\.characteristic))
+            let missed = bb.table.compactMap { line -> String? in
+                // "0x0012 NAME [props]": the name between the handle and the properties.
+                let name = line.split(separator: " ", maxSplits: 1).last.map { String($0.split(separator: "[").first ?? "").trimmingCharacters(in: .whitespaces) } ?? line
+                return reached.contains(name) ? nil : name
+            }
+            if !missed.isEmpty { print("not reached: \(missed.joined(separator: ", "))") }
+        }
+
         func report(_ summaries: [CampaignSummary], crashedJobs: Int = 0) {
             let findings = summaries.flatMap(\.findings)
             if format == .json, summaries.count == 1, let s = summaries.first {
@@ -266,6 +355,7 @@ struct FuzzCommand: ParsableCommand {
                     print("    \(Storage.reproduceCommand(f.file, remote: remote))")
                 }
                 if crashedJobs > 0 { print("  \(crashedJobs) job\(crashedJobs == 1 ? "" : "s") crashed; its input is in \(self.findings) (*-crash-*)") }
+                for s in summaries { if let bb = s.blackBox { printBlackBox(bb) } }
             }
             if !findings.isEmpty || crashedJobs > 0 { Foundation.exit(ExitStatus.finding.rawValue) }
             if summaries.contains(where: \.interrupted) { Foundation.exit(ExitStatus.interrupted.rawValue) }

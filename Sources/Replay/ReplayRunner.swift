@@ -177,6 +177,19 @@ final class Run: @unchecked Sendable {
                     connected = false
                     // The recording lost this connection too: the steps up to its loss cannot run.
                     if let lost = steps[(index + 1)...].prefix(while: { $0.action != .connect }).firstIndex(where: { $0.action == .linkLost }) {
+                        if lost == index + 1, step.expect?.result == nil {
+                            // The recording had no answer either: the device dropped the link at
+                            // this request, as recorded (a fuzz finding's reproducer, a crash).
+                            outcome.observe("the link dropped before an answer, as recorded")
+                            outcomes.append(outcome)
+                            var lostOutcome = StepOutcome(index: lost + 1, step: steps[lost])
+                            lostOutcome.observe("the device ended the link, as recorded")
+                            outcomes.append(lostOutcome)
+                            index = lost + 1
+                            previousRecorded = steps[lost].at
+                            previousDone = await link.now()
+                            continue
+                        }
                         outcome.diverge("the link dropped before this step's answer; the recording lost it later, at step \(lost + 1)")
                         outcomes.append(outcome)
                         for j in (index + 1)..<lost {

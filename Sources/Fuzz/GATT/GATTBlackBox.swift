@@ -1,0 +1,209 @@
+import ATT
+import Dispatch
+import Emulator
+import Foundation
+import Replay
+import Transport
+
+/// What a black-box campaign adds to its summary: the device it found, what it reached, how fast.
+public struct BlackBoxReport: Sendable, Codable, Hashable {
+    /// The discovered table, one line per characteristic.
+    public var table: [String]
+    /// Device protocols found by UUID.
+    public var protocols: [String]
+    public var serverMTU: Int
+    public var encrypted: Bool
+    /// ATT operations sent (requests, commands, long-write parts, probes), over all executions.
+    public var operations: Int
+    public var operationsPerSecond: Double
+    public var coverage: [GATTCoverage.Row]
+    /// Findings that did not come again when the minimised input was run once more: not reported.
+    public var unconfirmed: [String]
+}
+
+/// Black-box fuzzing of any GATT device: discover its table, then send inputs of operations aimed
+/// at its characteristics by index (see `GATTOperation`), seeded by each protocol's valid flows
+/// (found by UUID) and by a recorded session, mutated by what each characteristic is for.
+public enum GATTBlackBox {
+    /// A campaign target for the device `connect` reaches. Discovers it first (an error when
+    /// that fails: a device that cannot be discovered is no finding). `seedOperations` are extra
+    /// seeds (a recorded session's writes), already mapped onto this device's table.
+    public static func target(label: String, timeout: Int64, maxPDUs: Int? = nil, seedScripts: [SessionScript] = [],
+                              connect: @escaping @Sendable () -> any TimedATTBearer & LinkControl,
+                              progress: (String) -> Void = { _ in }) throws(FuzzError) -> (FuzzTarget, GATTCampaignReporter) {
+        let map: DeviceMap
+        do { map = try blocking { try await DeviceMap.discover(connect(), timeout: timeout) } } catch {
+            throw .io("\(label): discovering the GATT table failed: \(error)")
+        }
+        guard !map.characteristics.isEmpty else { throw .io("\(label): the device has no characteristic to fuzz (discovery found none)") }
+        let state = GATTCampaignState(map: map, timeout: timeout, maxPDUs: maxPDUs)
+        let reporter = GATTCampaignReporter(state: state)
+        progress("discovered \(label): \(map.characteristics.count) characteristics, \(map.descriptors.count) descriptors, server MTU \(map.serverMTU)"
+                 + (map.needsEncryption ? ", encrypted link" : "") + "; protocols: " + (map.protocols.isEmpty ? "none known (generic mutations)" : map.protocols.joined(separator: ", ")))
+        var recorded: [[GATTOperation]] = []
+        for script in seedScripts {
+            let mapped = GATTSessionSeeds.operations(script, on: map)
+            progress("seeds from \(script.source.capture): \(mapped.operations.count) operations"
+                     + (mapped.unmatched > 0 ? "; \(mapped.unmatched) steps name characteristics this device does not have" : ""))
+            if !mapped.operations.isEmpty { recorded.append(mapped.operations) }
+        }
+        // The recorded sessions first: the campaign starts with them.
+        let seeds = recorded + GATTValues.flows(map)
+        let target = FuzzTarget(
+            name: "device", summary: "black-box GATT fuzzing of \(label): \(map.characteristics.count) characteristics, protocols: \(map.protocols.isEmpty ? "none known" : map.protocols.joined(separator: ", "))",
+            maxLength: 4096, seeds: { seeds.map(GATTInput.encode) },
+            mutator: { data, r in GATTMutator.mutate(&data, map: map, &r) },
+            minimizeTries: 300,
+            execute: { input, f in
+                let ops = GATTInput.decode(input)
+                return blocking {
+                    let session = GATTSession(link: connect(), state: state, features: f)
+                    let outcome = await session.run(ops)
+                    await session.link.close()
+                    return outcome
+                }
+            },
+            artifact: { path in
+                // The minimised input once more, recorded with a discovery first, so the capture
+                // carries the table and replays by UUID.
+                let outcome: (FuzzOutcome, Recording) = blocking {
+                    let link = RecordingLink(connect())
+                    _ = try? await DeviceMap.discover(link, timeout: timeout)
+                    let session = GATTSession(link: link, state: state, features: Features())
+                    let input = FileManager.default.contents(atPath: path).map { Array($0) } ?? []
+                    let outcome = await session.run(GATTInput.decode(input))
+                    await link.close()
+                    return (outcome, await link.recording())
+                }
+                try? outcome.1.write(to: path + ".btsnoop", overwrite: true)
+                // And as a replay script (the values are the fuzzer's own: shown as they are).
+                if let script = try? ScriptExtractor.extract(path: path + ".btsnoop", options: ExtractOptions(revealSecrets: true)) {
+                    let encoder = JSONEncoder()
+                    encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+                    if let data = try? encoder.encode(script) { FileManager.default.createFile(atPath: path + ".json", contents: data) }
+                }
+            },
+            remote: label, units: GATTInput.units, confirmations: 2)
+        return (target, reporter)
+    }
+
+    /// Runs async work to completion from the engine's synchronous loop.
+    static func blocking<T: Sendable>(_ work: @escaping @Sendable () async -> T) -> T {
+        let box = BlockingBox<T>()
+        let done = DispatchSemaphore(value: 0)
+        Task {
+            box.value = await work()
+            done.signal()
+        }
+        done.wait()
+        return box.value!
+    }
+
+    static func blocking<T: Sendable>(_ work: @escaping @Sendable () async throws -> T) throws -> T {
+        let result: Result<T, any Error> = blocking {
+            do { return .success(try await work()) } catch { return .failure(error) }
+        }
+        return try result.get()
+    }
+}
+
+/// A result handed from a task to the thread that waits for it: written before the semaphore
+/// is signalled, read after.
+final class BlockingBox<T>: @unchecked Sendable { var value: T? }
+
+/// The campaign's report, read when it ends.
+public final class GATTCampaignReporter: @unchecked Sendable {
+    let state: GATTCampaignState
+    private let started = DispatchTime.now().uptimeNanoseconds
+    init(state: GATTCampaignState) { self.state = state }
+
+    public func report(unconfirmed: [String]) -> BlackBoxReport {
+        let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
+        let ops = state.coverage.operations
+        return BlackBoxReport(table: state.map.summaryLines, protocols: state.map.protocols, serverMTU: state.map.serverMTU,
+                              encrypted: state.needsEncryption, operations: ops, operationsPerSecond: Double(ops) / max(seconds, 1e-9),
+                              coverage: state.coverage.snapshot(), unconfirmed: unconfirmed)
+    }
+}
+
+/// Mutations of an input of operations, knowing the device: a value changed by its
+/// characteristic's role, a length at a limit, an operation inserted, removed, repeated or moved
+/// (steps skipped, repeated, reordered), a reconnect or an MTU exchange put in the middle, a
+/// write turned into a long write or a command, another target, a malformed PDU.
+enum GATTMutator {
+    static func mutate(_ data: inout [UInt8], map: DeviceMap, _ r: inout FuzzRandom) {
+        var ops = GATTInput.decode(data)
+        if ops.isEmpty { ops = [GATTValues.mtu(247)] }
+        for _ in 0..<(1 + r.below(2)) { once(&ops, map: map, &r) }
+        data = GATTInput.encode(Array(ops.prefix(48)))
+    }
+
+    static func once(_ ops: inout [GATTOperation], map: DeviceMap, _ r: inout FuzzRandom) {
+        let i = r.below(ops.count)
+        let count = UInt8(truncatingIfNeeded: map.characteristics.count)
+        switch r.below(16) {
+        case 0...5:  // a value by its target's role
+            var op = ops[i]
+            switch op.kind {
+            case .writeDescriptor:
+                op.value = r.pick(GATTValues.cccdValues) ?? [1, 0]
+                if r.chance(30) { GenericMutator.mutate(&op.value, &r, maxLength: 32) }
+            case .exchangeMTU:
+                let m = r.pick([0, 1, 22, 23, 24, 25, 64, 65, 184, 185, 186, 246, 247, 248, 251, 252, 512, 513, 516, 517, 518, 1024, 0xFFFF]) ?? 23
+                op.value = [UInt8(m & 0xFF), UInt8(m >> 8)]
+            case .raw:
+                op.value = GATTValues.rawPDU(map, &r)
+            case .read:
+                op.value = r.chance(50) ? [] : [UInt8(r.pick([0, 1, 19, 20, 21, 22, 23, 250, 255]) ?? 0), UInt8(r.below(3))]
+            default:
+                let c = map.characteristic(op.target)
+                if op.kind == .wait || op.kind == .reconnect || op.kind == .subscribe { op.kind = .write }
+                GATTValues.mutate(&op.value, role: c?.role, baseline: c?.baseline, mtu: map.serverMTU, &r)
+                if op.value.count > 20, op.kind == .write, r.chance(50) { op.kind = .longWrite }
+            }
+            op.value = Array(op.value.prefix(255))
+            ops[i] = op
+        case 6:  // a step of a valid flow, or any operation on any target, inserted
+            let flows = GATTValues.flows(map)
+            if r.chance(60), let flow = r.pick(flows), let step = r.pick(flow) {
+                ops.insert(step, at: r.below(ops.count + 1))
+            } else {
+                let kind = r.pick(GATTOperation.Kind.allCases) ?? .write
+                var op = GATTOperation(kind, target: UInt8(r.below(max(1, Int(count)) + 2)), value: [])
+                if kind == .raw { op.value = GATTValues.rawPDU(map, &r) }
+                if kind == .writeDescriptor { op.value = r.pick(GATTValues.cccdValues) ?? [1, 0] }
+                if kind == .prepareFlood || kind == .longWrite { op.extra = UInt8(r.below(16)) }
+                if kind == .write || kind == .longWrite || kind == .writeCommand || kind == .prepareFlood {
+                    let c = map.characteristic(op.target)
+                    op.value = c?.baseline ?? []
+                    GATTValues.mutate(&op.value, role: c?.role, baseline: c?.baseline, mtu: map.serverMTU, &r)
+                }
+                op.value = Array(op.value.prefix(255))
+                ops.insert(op, at: r.below(ops.count + 1))
+            }
+        case 7 where ops.count > 1:  // a step skipped
+            ops.remove(at: i)
+        case 8:  // a step repeated
+            ops.insert(ops[i], at: i)
+        case 9 where ops.count > 1:  // two steps swapped
+            ops.swapAt(i, r.below(ops.count))
+        case 10:  // a reconnect in the middle
+            ops.insert(GATTOperation(.reconnect), at: r.below(ops.count + 1))
+        case 11:  // an MTU exchange at an edge, first or anywhere
+            let m = r.pick([23, 24, 25, 64, 185, 247, 251, 512, 517, 1024]) ?? 23
+            ops.insert(GATTValues.mtu(m), at: r.chance(60) ? 0 : r.below(ops.count + 1))
+        case 12:  // another way to write it
+            let kinds: [GATTOperation.Kind] = [.write, .longWrite, .writeCommand, .prepareFlood]
+            if kinds.contains(ops[i].kind) { ops[i].kind = r.pick(kinds) ?? .write }
+            ops[i].extra = UInt8(r.pick([0, 0, 0, 1, 3, 15]) ?? 0)
+        case 13:  // another target
+            ops[i].target = UInt8(r.below(max(1, Int(count))))
+        case 14:  // a malformed request
+            ops.insert(GATTOperation(.raw, value: GATTValues.rawPDU(map, &r)), at: r.below(ops.count + 1))
+        default:  // a descriptor: CCCD values out of range and others
+            let d = UInt8(r.below(max(1, map.descriptors.count)))
+            ops.insert(GATTOperation(r.chance(80) ? .writeDescriptor : .readDescriptor, target: d, value: r.pick(GATTValues.cccdValues) ?? [3, 0]),
+                       at: r.below(ops.count + 1))
+        }
+    }
+}

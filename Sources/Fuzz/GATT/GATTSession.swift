@@ -1,0 +1,489 @@
+import ATT
+import Emulator
+import Foundation
+import Profiles
+import Transport
+
+/// What every execution of a black-box campaign shares: the discovered device, the answer
+/// timeout, the coverage, the first complete scan (the reference a later one must equal) and
+/// whether the link must be encrypted.
+final class GATTCampaignState: @unchecked Sendable {  // guarded by lock
+    let map: DeviceMap
+    let timeout: Int64
+    let maxPDUs: Int?
+    let coverage = GATTCoverage()
+    private let lock = NSLock()
+    private var reference: (networks: Set<String>, mtu: Int)?
+    private var encrypt: Bool
+    private var recording: Recording?
+
+    init(map: DeviceMap, timeout: Int64, maxPDUs: Int?) {
+        self.map = map
+        self.timeout = timeout
+        self.maxPDUs = maxPDUs
+        encrypt = map.needsEncryption
+    }
+
+    var needsEncryption: Bool {
+        get { lock.withLock { encrypt } }
+        set { lock.withLock { encrypt = newValue } }
+    }
+
+    /// The reference scan, set by the first complete one.
+    func referenceScan(or networks: Set<String>, mtu: Int) -> (networks: Set<String>, mtu: Int) {
+        lock.withLock {
+            if let reference { return reference }
+            reference = (networks, mtu)
+            return (networks, mtu)
+        }
+    }
+
+    func setLast(_ r: Recording) { lock.withLock { recording = r } }
+    func last() -> Recording? { lock.withLock { recording } }
+}
+
+/// One input run over one connection: the operations sent in order, each request's answer
+/// awaited and checked, notifications on the way followed by the protocol observer, and the
+/// oracles asked after every step. Used by one task at a time.
+final class GATTSession: @unchecked Sendable {
+    let link: any TimedATTBearer & LinkControl
+    let state: GATTCampaignState
+    let features: Features
+    var map: DeviceMap { state.map }
+    var observer: ProtocolObserver
+    var mtu = 23
+    var clientMTU = 23
+    var exchanged = false
+    /// Bytes of Prepare Writes the device accepted and still holds.
+    var prepared = 0
+    /// Values written in this input, by characteristic, for the disclosure oracle.
+    var written: [(index: Int, value: [UInt8])] = []
+    var budget: Int
+    /// The step being run, for findings: "step 3 (write to speaker OTA control, 2 bytes, in URL_RECEIVED)".
+    var step = ""
+
+    init(link: any TimedATTBearer & LinkControl, state: GATTCampaignState, features: Features) {
+        self.link = link
+        self.state = state
+        self.features = features
+        observer = ProtocolObserver(map: state.map)
+        budget = state.maxPDUs ?? Int.max
+    }
+
+    /// Connects, retrying for up to two seconds of wall time: a device that rebooted takes a
+    /// moment before it accepts again.
+    static func connect(_ link: any TimedATTBearer & LinkControl) async -> Bool {
+        var pause: UInt64 = 2_000_000
+        var waited: UInt64 = 0
+        while true {
+            await link.connect()
+            if await link.isConnected() { return true }
+            guard waited < 2_000_000_000 else { return false }
+            try? await Task.sleep(nanoseconds: pause)
+            waited += pause
+            pause = min(pause * 2, 200_000_000)
+        }
+    }
+
+    func run(_ operations: [GATTOperation]) async -> FuzzOutcome {
+        guard await Self.connect(link) else {
+            return .finding(kind: "target-gone", detail: "the target no longer accepts connections (it died or hangs)")
+        }
+        if state.needsEncryption { await link.encrypt() }
+        for (i, op) in operations.enumerated() {
+            guard budget > 0 else { break }
+            let outcome = await perform(op, number: i + 1, of: operations.count)
+            if outcome.isFinding { return outcome }
+        }
+        step = "the end of the input"
+        let end = await probe()
+        if end.isFinding { return end }
+        return scanOracle()
+    }
+
+    // MARK: Steps
+
+    private func perform(_ op: GATTOperation, number: Int, of total: Int) async -> FuzzOutcome {
+        let before = observer.state
+        let characteristic = map.characteristics.isEmpty ? nil : Int(op.target) % map.characteristics.count
+        let descriptor = map.descriptors.isEmpty ? nil : Int(op.target) % map.descriptors.count
+        let label: String
+        switch op.kind {
+        case .writeDescriptor, .readDescriptor: label = descriptor.map { map.descriptors[$0].label } ?? "descriptors"
+        case .exchangeMTU: label = "Exchange MTU"
+        case .reconnect: label = "reconnect"
+        case .wait: label = "wait"
+        case .raw: label = "raw ATT 0x" + String(op.value.first ?? 0, radix: 16)
+        default: label = characteristic.map { map.characteristics[$0].label } ?? "characteristics"
+        }
+        step = "step \(number) of \(total) (\(op.kind) \(label)\(op.value.isEmpty ? "" : ", \(op.value.count) bytes \(Self.hex(op.value))"), in state \(before))"
+        features.add(20, UInt64(op.kind.rawValue) << 32 | UInt64(op.target) << 16 | Features.lengthClass(op.value.count))
+        features.add(21, Features.hash(before) ^ UInt64(op.kind.rawValue) << 8 ^ UInt64(characteristic ?? 0xFF))
+        var answer = GATTCoverage.Answer.ok
+        defer { state.coverage.count(label, state: before, answer) }
+        let outcome: FuzzOutcome
+        switch op.kind {
+        case .write, .writeCommand:
+            guard let c = characteristic else { return .ok }
+            let value = Array(op.value.prefix(mtu - 3))
+            let command = op.kind == .writeCommand
+            observer.sent(value, on: c)
+            let pdu = command ? ATTPDU.writeCommand(handle: map.characteristics[c].valueHandle, value: value)
+                              : ATTPDU.writeRequest(handle: map.characteristics[c].valueHandle, value: value)
+            outcome = await exchange(pdu.encode(), answer: &answer)
+            if !outcome.isFinding, case .ok = answer {
+                written.append((c, value))
+                observer.accepted(value, on: c)
+            }
+        case .read:
+            guard let c = characteristic else { return .ok }
+            let handle = map.characteristics[c].valueHandle
+            let pdu = op.value.count >= 2 ? ATTPDU.readBlobRequest(handle: handle, offset: UInt16(op.value[0]) | UInt16(op.value[1]) << 8)
+                                          : ATTPDU.readRequest(handle: handle)
+            var value: [UInt8]?
+            outcome = await exchange(pdu.encode(), answer: &answer, value: &value)
+            if !outcome.isFinding, let value {
+                if case .finding(let k, let d) = observer.saw(value, on: c, mtu: mtu, notified: false) { return .finding(kind: k, detail: "\(d), read at \(step)") }
+                if let leak = disclosure(value, readFrom: c) { return leak }
+            }
+        case .longWrite:
+            guard let c = characteristic else { return .ok }
+            var whole: [UInt8] = []
+            for _ in 0...Int(op.extra) { whole += op.value }
+            outcome = await longWrite(whole, to: c, answer: &answer)
+        case .prepareFlood:
+            guard let c = characteristic else { return .ok }
+            // Full parts: a flood is about how much the device keeps.
+            let piece = Array((op.value + [UInt8](repeating: 0x41, count: max(0, mtu - 5 - op.value.count))).prefix(mtu - 5))
+            var offset = 0
+            var result = FuzzOutcome.ok
+            for _ in 0..<((Int(op.extra) + 1) * 32) {
+                let pdu = ATTPDU.prepareWriteRequest(handle: map.characteristics[c].valueHandle, offset: UInt16(truncatingIfNeeded: offset), value: piece)
+                result = await exchange(pdu.encode(), answer: &answer)
+                guard !result.isFinding, case .ok = answer else { break }
+                offset += piece.count
+            }
+            outcome = result
+        case .writeDescriptor, .readDescriptor:
+            guard let d = descriptor else { return .ok }
+            let handle = map.descriptors[d].handle
+            let pdu = op.kind == .readDescriptor ? ATTPDU.readRequest(handle: handle)
+                                                 : ATTPDU.writeRequest(handle: handle, value: Array(op.value.prefix(mtu - 3)))
+            outcome = await exchange(pdu.encode(), answer: &answer)
+        case .subscribe:
+            guard let c = characteristic, let cccd = map.characteristics[c].cccd else { return .ok }
+            let value: [UInt8] = map.characteristics[c].canNotify ? [1, 0] : [2, 0]
+            outcome = await exchange(ATTPDU.writeRequest(handle: cccd, value: value).encode(), answer: &answer)
+        case .exchangeMTU:
+            let asked = op.value.count >= 2 ? UInt16(op.value[0]) | UInt16(op.value[1]) << 8 : 23
+            clientMTU = Int(asked)
+            outcome = await exchange(ATTPDU.exchangeMTURequest(clientRxMTU: asked).encode(), answer: &answer)
+        case .reconnect:
+            await link.close()
+            mtu = 23
+            exchanged = false
+            prepared = 0
+            guard await Self.connect(link) else {
+                answer = .dropped
+                return .finding(kind: "target-gone", detail: "the device no longer accepts connections after \(step)")
+            }
+            if state.needsEncryption { await link.encrypt() }
+            outcome = .ok
+        case .wait:
+            let doublings = Int64(min(op.extra, GATTOperation.maxWaitExtra))
+            outcome = await listen(Int64(20_000) << doublings)
+            if case .finding(let k, _) = outcome, k == "link-dropped" { answer = .dropped }
+        case .raw:
+            let pdu = Array(op.value.prefix(mtu))
+            guard let opcode = pdu.first, opcode != 0 else { return .ok }  // 0x00 is the unix: control prefix, not ATT
+            outcome = await exchange(pdu, answer: &answer)
+        }
+        return outcome
+    }
+
+    /// Prepare Writes cut at MTU-5, then Execute; a refusal cancels the queue, as a phone does.
+    private func longWrite(_ value: [UInt8], to c: Int, answer: inout GATTCoverage.Answer) async -> FuzzOutcome {
+        let handle = map.characteristics[c].valueHandle
+        var offset = 0
+        let part = max(1, mtu - 5)
+        repeat {
+            let piece = Array(value[offset..<min(value.count, offset + part)])
+            let outcome = await exchange(ATTPDU.prepareWriteRequest(handle: handle, offset: UInt16(truncatingIfNeeded: offset), value: piece).encode(), answer: &answer)
+            if outcome.isFinding { return outcome }
+            guard case .ok = answer else {
+                var ignored = GATTCoverage.Answer.ok
+                return await exchange(ATTPDU.executeWriteRequest(flags: 0).encode(), answer: &ignored)
+            }
+            offset += piece.count
+        } while offset < value.count
+        observer.sent(value, on: c)
+        let outcome = await exchange(ATTPDU.executeWriteRequest(flags: 1).encode(), answer: &answer)
+        if !outcome.isFinding, case .ok = answer {
+            written.append((c, value))
+            observer.accepted(value, on: c)
+        }
+        return outcome
+    }
+
+    // MARK: ATT
+
+    /// The response each request must get (or an Error Response naming it).
+    static func responseOpcode(for request: UInt8) -> UInt8? {
+        switch request {
+        case 0x02, 0x04, 0x06, 0x08, 0x0A, 0x0C, 0x0E, 0x10, 0x12, 0x16, 0x18, 0x20: request + 1
+        default: nil
+        }
+    }
+
+    private func exchange(_ pdu: [UInt8], answer: inout GATTCoverage.Answer) async -> FuzzOutcome {
+        var value: [UInt8]?
+        return await exchange(pdu, answer: &answer, value: &value)
+    }
+
+    /// Sends one PDU; for a request, waits for its answer and checks it. `value` is a Read
+    /// Response's value.
+    private func exchange(_ pdu: [UInt8], answer: inout GATTCoverage.Answer, value: inout [UInt8]?) async -> FuzzOutcome {
+        guard let opcode = pdu.first else { return .ok }
+        budget -= 1
+        do { try await link.send(pdu) } catch {
+            answer = .dropped
+            return await dropped("before \(step) was sent")
+        }
+        let expected = Self.responseOpcode(for: opcode)
+        // A command (bit 6) has no answer; an opcode no specification has may get Request Not
+        // Supported, briefly waited for so it is not taken for the next request's answer.
+        let isCommand = opcode & 0x40 != 0 || opcode == 0x1E
+        if isCommand { return .ok }
+        let wait = expected == nil ? min(state.timeout, 30_000) : state.timeout
+        let reply: [UInt8]?
+        do { reply = try await nextAnswer(within: wait) } catch {
+            answer = .dropped
+            return await dropped("after \(step)")
+        }
+        guard let reply else {
+            if expected == nil {
+                // Its Request Not Supported may still come: not to be taken for the next answer.
+                if lateErrors.count < 16 { lateErrors.insert(opcode) }
+                return .ok
+            }
+            answer = .timeout
+            return .finding(kind: "no-answer", detail: "no answer within \(state.timeout / 1000) ms to \(step) (an ATT timeout: the device stopped answering)")
+        }
+        if reply.count > max(mtu, 23) {
+            return .finding(kind: "answer-over-mtu", detail: "a \(reply.count)-byte answer on MTU \(mtu) to \(step)")
+        }
+        features.add(22, UInt64(opcode) << 16 | UInt64(reply.first ?? 0) << 8 | UInt64(reply.first == 0x01 && reply.count == 5 ? reply[4] : 0))
+        if reply.first == 0x01 {
+            guard reply.count == 5 else { return violation("an Error Response of \(reply.count) bytes (it has 5) to \(step)") }
+            answer = .error(reply[4])
+            if reply[1] != opcode { return violation("an Error Response for request 0x\(String(reply[1], radix: 16)) to \(step) (request 0x\(String(opcode, radix: 16)))") }
+            if DeviceMap.asksForEncryption(ATTErrorCode(rawValue: reply[4])), !state.needsEncryption {
+                // The device asks for a paired link: from the next input on, links are encrypted.
+                state.needsEncryption = true
+            }
+            if reply[4] == 0x09 || opcode == 0x18 { prepared = 0 }
+            return .ok
+        }
+        if let expected, reply.first != expected {
+            return violation("answer 0x\(String(reply.first ?? 0, radix: 16)) to \(step), which needs 0x\(String(expected, radix: 16)) or an Error Response")
+        }
+        switch opcode {
+        case 0x02:
+            let server = reply.count >= 3 ? Int(UInt16(reply[1]) | UInt16(reply[2]) << 8) : 0
+            if server < 23 { return violation("an Exchange MTU Response with MTU \(server), below the minimum of 23") }
+            if !exchanged {
+                mtu = max(23, min(clientMTU, server))
+                exchanged = true
+            }
+            features.add(23, UInt64(mtu))
+        case 0x0A, 0x0C:
+            value = Array(reply.dropFirst())
+        case 0x16:
+            // The Prepare Write Response echoes the request (Core Vol 3 Part F 3.4.6.2).
+            if Array(reply.dropFirst()) != Array(pdu.dropFirst()) {
+                return violation("a Prepare Write Response that does not echo its request (\(step))")
+            }
+            prepared += max(0, pdu.count - 5)
+            if prepared > DeviceTargets.maxQueuedBytes {
+                return .finding(kind: "unbounded-prepare-queue", detail: "the device accepted \(prepared) bytes of Prepare Writes without Prepare Queue Full")
+            }
+        case 0x18:
+            prepared = 0
+        default:
+            break
+        }
+        return .ok
+    }
+
+    private func violation(_ detail: String) -> FuzzOutcome { .finding(kind: "att-violation", detail: detail) }
+
+    /// The next PDU that is not a notification or indication; those are checked, followed and
+    /// confirmed on the way. Nil on timeout; throws when the link drops.
+    private func nextAnswer(within timeout: Int64) async throws(BearerError) -> [UInt8]? {
+        let deadline = await link.now() + timeout
+        while true {
+            let left = deadline - (await link.now())
+            guard left > 0 else { return nil }
+            guard let pdu = try await link.receive(within: left) else { return nil }
+            if pdu.first == 0x1B || pdu.first == 0x1D {
+                if pdu.first == 0x1D { try await link.send([0x1E]) }
+                if case .finding(let k, let d) = serverInitiated(pdu) { pending = .finding(kind: k, detail: d) }
+                continue
+            }
+            if pdu.count == 5, pdu[0] == 0x01, lateErrors.remove(pdu[1]) != nil { continue }
+            return pdu
+        }
+    }
+
+    /// A finding seen in a notification while waiting for an answer, reported after it.
+    var pending: FuzzOutcome?
+    /// Opcodes no specification has, sent and not yet answered: an Error Response for one is
+    /// that late answer.
+    var lateErrors = Set<UInt8>()
+
+    private func serverInitiated(_ pdu: [UInt8]) -> FuzzOutcome {
+        guard pdu.count >= 3 else { return violation("a \(pdu.count)-byte notification (it needs a handle) near \(step)") }
+        if pdu.count > max(mtu, 23) {
+            return .finding(kind: "answer-over-mtu", detail: "a \(pdu.count)-byte notification on MTU \(mtu) near \(step)")
+        }
+        let handle = UInt16(pdu[1]) | UInt16(pdu[2]) << 8
+        guard let c = map.characteristics.firstIndex(where: { $0.valueHandle == handle }) else {
+            return violation("a notification on handle 0x\(String(handle, radix: 16)), which is no characteristic's value, near \(step)")
+        }
+        let value = Array(pdu.dropFirst(3))
+        features.add(24, UInt64(c) << 16 | Features.lengthClass(value.count))
+        if case .finding(let k, let d) = observer.saw(value, on: c, mtu: mtu, notified: true) { return .finding(kind: k, detail: "\(d), near \(step)") }
+        features.add(25, Features.hash(observer.state))
+        if let leak = disclosure(value, readFrom: c) { return leak }
+        return .ok
+    }
+
+    /// Listens for `microseconds` of device time (notifications are followed), ending early once
+    /// the device has been quiet for a tenth of it after saying something.
+    private func listen(_ microseconds: Int64) async -> FuzzOutcome {
+        let deadline = await link.now() + microseconds
+        let quiet = max(2_000, microseconds / 10)
+        var heard = false
+        let start = observer.state
+        while true {
+            let now = await link.now()
+            guard now < deadline else { break }
+            let pdu: [UInt8]?
+            do { pdu = try await link.receive(within: heard ? min(quiet, deadline - now) : deadline - now) } catch {
+                return await dropped("during \(step)")
+            }
+            guard let pdu else { break }
+            heard = true
+            if pdu.first == 0x1D { try? await link.send([0x1E]) }
+            if pdu.first == 0x1B || pdu.first == 0x1D {
+                let outcome = serverInitiated(pdu)
+                if outcome.isFinding { return outcome }
+            }
+            if observer.state != start, observer.isResting { break }
+        }
+        return pending ?? .ok
+    }
+
+    /// The end of an input: a request that any server answers (Find Information on handle 1),
+    /// so a device that died or hangs after the last step shows it now and not in the next input.
+    private func probe() async -> FuzzOutcome {
+        if let pending { return pending }
+        var answer = GATTCoverage.Answer.ok
+        let outcome = await exchange(ATTPDU.findInformationRequest(startHandle: 1, endHandle: 1).encode(), answer: &answer)
+        return pending ?? outcome
+    }
+
+    // MARK: Oracles
+
+    /// A read or notification that carries bytes of an earlier write to another characteristic:
+    /// a static value (a name, a revision) that changed to show them, or a secret shown anywhere.
+    private func disclosure(_ value: [UInt8], readFrom c: Int) -> FuzzOutcome? {
+        guard value.count >= 6, !written.isEmpty else { return nil }
+        let target = map.characteristics[c]
+        for (index, w) in written where index != c {
+            let secret = GATTValues.secret(in: w, role: map.characteristics[index].role)
+            if let secret, secret.count >= 8, Self.contains(value, secret) {
+                return .finding(kind: "secret-disclosed", detail: "\(target.label) showed the password written to \(map.characteristics[index].label) (\(secret.count) bytes), at \(step)")
+            }
+            guard target.looksStatic, let baseline = target.baseline, value != baseline, w.count >= 6 else { continue }
+            for start in stride(from: 0, through: w.count - 6, by: 1) {
+                let window = Array(w[start..<start + 6])
+                if Set(window).count > 1, Self.contains(value, window), !Self.contains(baseline, window) {
+                    return .finding(kind: "memory-disclosure", detail: "\(target.label), a value that was \(Self.hex(baseline)) at discovery, read back \(Self.hex(value)): bytes written to \(map.characteristics[index].label) (a buffer shared or not cleared), at \(step)")
+                }
+            }
+        }
+        return nil
+    }
+
+    static func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
+        guard !needle.isEmpty, haystack.count >= needle.count else { return false }
+        for i in 0...(haystack.count - needle.count) where haystack[i] == needle[0] && Array(haystack[i..<i + needle.count]) == needle {
+            return true
+        }
+        return false
+    }
+
+    /// The complete scan of this input must list the networks of the campaign's first one.
+    private func scanOracle() -> FuzzOutcome {
+        guard let networks = observer.scanned else { return .ok }
+        let reference = state.referenceScan(or: networks, mtu: observer.scanMTU)
+        guard networks != reference.networks else { return .ok }
+        let missing = reference.networks.subtracting(networks).sorted().prefix(3).joined(separator: ", ")
+        let extra = networks.subtracting(reference.networks).sorted().prefix(3).joined(separator: ", ")
+        return .finding(kind: "scan-inconsistent", detail: "a SCAN at MTU \(observer.scanMTU) gave \(networks.count) networks, at MTU \(reference.mtu) \(reference.networks.count)"
+                        + (missing.isEmpty ? "" : "; missing: \(missing)") + (extra.isEmpty ? "" : "; not in the first scan: \(extra)"))
+    }
+
+    /// The link dropped: a finding, with how the device came back (its health); or, when the
+    /// input asked for it (a REBOOT), the link is made again and the input goes on.
+    private func dropped(_ when: String) async -> FuzzOutcome {
+        if observer.dropExpected {
+            await link.close()
+            guard await Self.connect(link) else {
+                return .finding(kind: "target-gone", detail: "the device did not accept a connection within 2 s after it was asked to reboot (\(step))")
+            }
+            if state.needsEncryption { await link.encrypt() }
+            observer.reconnected()
+            mtu = 23
+            exchanged = false
+            prepared = 0
+            return .ok
+        }
+        let before = observer.state
+        let health = await GATTHealth.check(link: link, map: map, encrypt: state.needsEncryption, timeout: state.timeout)
+        return .finding(kind: "link-dropped", detail: "the device dropped the link \(when) (a crash or a reset); \(health.sentence(before: before))")
+    }
+
+    static func hex(_ bytes: [UInt8]) -> String {
+        let shown = bytes.prefix(12).map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
+        return bytes.count > 12 ? shown + "…" : shown
+    }
+}
+
+/// How a device came back after it dropped the link: how long until it accepted a connection,
+/// and the protocol state it reports (a device that rebooted forgets what it was told).
+struct GATTHealth {
+    var back: Bool
+    var state: String?
+
+    static func check(link: any TimedATTBearer & LinkControl, map: DeviceMap, encrypt: Bool, timeout: Int64) async -> GATTHealth {
+        await link.close()
+        guard await GATTSession.connect(link) else { return GATTHealth(back: false) }
+        if encrypt { await link.encrypt() }
+        guard let i = map.index(of: .speakerStatus) else { return GATTHealth(back: true) }
+        guard (try? await link.send(ATTPDU.readRequest(handle: map.characteristics[i].valueHandle).encode())) != nil,
+              let reply = try? await link.receive(within: timeout), reply.first == 0x0B else { return GATTHealth(back: true) }
+        let status = SpeakerOTA.Status.decode(Array(reply.dropFirst())).0
+        return GATTHealth(back: true, state: status.flatMap(\.state).map { "\($0)" })
+    }
+
+    func sentence(before: String) -> String {
+        guard back else { return "it did not accept a connection again within 2 s" }
+        guard let state else { return "it accepted a connection again" }
+        if state == "IDLE", before != "IDLE", before != "start" {
+            return "it came back in IDLE after \(before): it rebooted and lost its configuration"
+        }
+        return "it came back in \(state)"
+    }
+}
