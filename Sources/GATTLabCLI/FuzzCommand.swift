@@ -234,6 +234,9 @@ struct FuzzCommand: ParsableCommand {
             options.corpus = corpus
             options.findings = findings
             options.keepGoing = keepGoing
+            // A black-box input may wait seconds for a device's protocol (a Wi-Fi join, a
+            // download); a device that hangs shows as no answer instead.
+            if reporter != nil { options.slowSeconds = 120 }
             // Progress is for a person watching: only on a terminal.
             options.progressEvery = quiet || isatty(2) != 1 ? 0 : 2
             let campaign = Campaign(target: fuzzTarget, options: options, quirks: quirk)

@@ -193,6 +193,16 @@ final class SensorScanTests: XCTestCase {
                 networks: [("HomeNet", -45), ("Café, 2nd floor", -67)], style: "suffix-semicolon", complete: false),
     ]
 
+    /// A line cut exactly at a chunk's end, then the marker as a notification of its own that
+    /// starts with the line's newline (`\nMORE\n`): an independent sensor sends this at MTU 24,
+    /// and the black-box fuzzer found the two lines glued into one.
+    func testMarkerNotificationThatEndsTheOpenLine() {
+        let chunks: [[UInt8]] = ["HomeNet,-47\nMORE\n", "FRITZ!Box 7530 QK,-58", "\nMORE\n", "Vodafone-Homespot-7F3", "A-Extended,-60\nEND\n"].map { Array($0.utf8) }
+        let r = join(chunks)
+        XCTAssertEqual(r.networks.map(\.ssidText), ["HomeNet", "FRITZ!Box 7530 QK", "Vodafone-Homespot-7F3A-Extended"])
+        XCTAssertEqual(r.networks.map(\.rssi), [-47, -58, -60])
+    }
+
     func testEveryMarkerPlacement() {
         for v in Self.variants {
             let r = join(v.notifications.map { Array($0.utf8) })

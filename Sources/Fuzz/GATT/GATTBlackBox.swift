@@ -149,12 +149,18 @@ enum GATTMutator {
                 op.value = r.pick(GATTValues.cccdValues) ?? [1, 0]
                 if r.chance(30) { GenericMutator.mutate(&op.value, &r, maxLength: 32) }
             case .exchangeMTU:
-                let m = r.pick([0, 1, 22, 23, 24, 25, 64, 65, 184, 185, 186, 246, 247, 248, 251, 252, 512, 513, 516, 517, 518, 1024, 0xFFFF]) ?? 23
+                // The edges half the time, any MTU the specification allows the other half.
+                let m = r.chance(50) ? (r.pick([0, 1, 22, 23, 24, 25, 64, 65, 184, 185, 186, 246, 247, 248, 251, 252, 512, 513, 516, 517, 518, 1024, 0xFFFF]) ?? 23)
+                                     : 23 + r.below(495)
                 op.value = [UInt8(m & 0xFF), UInt8(m >> 8)]
             case .raw:
                 op.value = GATTValues.rawPDU(map, &r)
             case .read:
-                op.value = r.chance(50) ? [] : [UInt8(r.pick([0, 1, 19, 20, 21, 22, 23, 250, 255]) ?? 0), UInt8(r.below(3))]
+                // Read Blob offsets at the value's end and past it, and at the MTU's.
+                let length = map.characteristic(op.target)?.baseline?.count ?? 0
+                let offsets = [0, 1, length - 1, length, length + 1, length + 2, length + 8, length + 16, length + 32, 19, 21, 22, 244, 245, 512, 513, 0xFFFF]
+                let offset = max(0, r.pick(offsets) ?? 0)
+                op.value = r.chance(40) ? [] : [UInt8(offset & 0xFF), UInt8(offset >> 8 & 0xFF)]
             default:
                 let c = map.characteristic(op.target)
                 if op.kind == .wait || op.kind == .reconnect || op.kind == .subscribe { op.kind = .write }

@@ -38,6 +38,21 @@ final class GATTCampaignState: @unchecked Sendable {  // guarded by lock
         }
     }
 
+    private var passwords: [(Int, [UInt8])] = []
+
+    /// The password in a value the device accepted on characteristic `index` (at least 8 bytes:
+    /// shorter ones are found by chance), kept for the campaign: the 64 latest.
+    func keepSecret(in value: [UInt8], of index: Int) {
+        guard let secret = GATTValues.secret(in: value, role: map.characteristics[index].role), secret.count >= 8 else { return }
+        lock.withLock {
+            if passwords.contains(where: { $0.0 == index && $0.1 == secret }) { return }
+            passwords.append((index, secret))
+            if passwords.count > 64 { passwords.removeFirst() }
+        }
+    }
+
+    func secrets() -> [(Int, [UInt8])] { lock.withLock { passwords } }
+
     func setLast(_ r: Recording) { lock.withLock { recording = r } }
     func last() -> Recording? { lock.withLock { recording } }
 }
@@ -52,6 +67,9 @@ final class GATTSession: @unchecked Sendable {
     var map: DeviceMap { state.map }
     var observer: ProtocolObserver
     var mtu = 23
+    /// The largest MTU any exchange of this connection agreed: a server that takes a second
+    /// Exchange MTU (the client should send one only) may use it, so answers are held to it.
+    var largestMTU = 23
     var clientMTU = 23
     var exchanged = false
     /// Bytes of Prepare Writes the device accepted and still holds.
@@ -61,6 +79,8 @@ final class GATTSession: @unchecked Sendable {
     var budget: Int
     /// The step being run, for findings: "step 3 (write to speaker OTA control, 2 bytes, in URL_RECEIVED)".
     var step = ""
+
+    static let trace = ProcessInfo.processInfo.environment["GATTLAB_FUZZ_TRACE"] != nil
 
     init(link: any TimedATTBearer & LinkControl, state: GATTCampaignState, features: Features) {
         self.link = link
@@ -92,6 +112,11 @@ final class GATTSession: @unchecked Sendable {
         if state.needsEncryption { await link.encrypt() }
         for (i, op) in operations.enumerated() {
             guard budget > 0 else { break }
+            let t0 = DispatchTime.now().uptimeNanoseconds
+            defer {
+                let ms = Double(DispatchTime.now().uptimeNanoseconds - t0) / 1e6
+                if Self.trace, ms > 50 { FileHandle.standardError.write(Data("TRACE \(Int(ms)) ms \(step)\n".utf8)) }
+            }
             let outcome = await perform(op, number: i + 1, of: operations.count)
             if outcome.isFinding { return outcome }
         }
@@ -134,6 +159,7 @@ final class GATTSession: @unchecked Sendable {
             if !outcome.isFinding, case .ok = answer {
                 written.append((c, value))
                 observer.accepted(value, on: c)
+                state.keepSecret(in: value, of: c)
             }
         case .read:
             guard let c = characteristic else { return .ok }
@@ -143,7 +169,10 @@ final class GATTSession: @unchecked Sendable {
             var value: [UInt8]?
             outcome = await exchange(pdu.encode(), answer: &answer, value: &value)
             if !outcome.isFinding, let value {
-                if case .finding(let k, let d) = observer.saw(value, on: c, mtu: mtu, notified: false) { return .finding(kind: k, detail: "\(d), read at \(step)") }
+                // A Read Blob's answer is part of the value: only a whole value is the protocol's.
+                if op.value.count < 2, case .finding(let k, let d) = observer.saw(value, on: c, mtu: mtu, notified: false) {
+                    return .finding(kind: k, detail: "\(d), read at \(step)")
+                }
                 if let leak = disclosure(value, readFrom: c) { return leak }
             }
         case .longWrite:
@@ -181,6 +210,7 @@ final class GATTSession: @unchecked Sendable {
         case .reconnect:
             await link.close()
             mtu = 23
+            largestMTU = 23
             exchanged = false
             prepared = 0
             guard await Self.connect(link) else {
@@ -221,6 +251,7 @@ final class GATTSession: @unchecked Sendable {
         if !outcome.isFinding, case .ok = answer {
             written.append((c, value))
             observer.accepted(value, on: c)
+            state.keepSecret(in: value, of: c)
         }
         return outcome
     }
@@ -269,7 +300,7 @@ final class GATTSession: @unchecked Sendable {
             answer = .timeout
             return .finding(kind: "no-answer", detail: "no answer within \(state.timeout / 1000) ms to \(step) (an ATT timeout: the device stopped answering)")
         }
-        if reply.count > max(mtu, 23) {
+        if reply.count > max(mtu, largestMTU) {
             return .finding(kind: "answer-over-mtu", detail: "a \(reply.count)-byte answer on MTU \(mtu) to \(step)")
         }
         features.add(22, UInt64(opcode) << 16 | UInt64(reply.first ?? 0) << 8 | UInt64(reply.first == 0x01 && reply.count == 5 ? reply[4] : 0))
@@ -295,6 +326,7 @@ final class GATTSession: @unchecked Sendable {
                 mtu = max(23, min(clientMTU, server))
                 exchanged = true
             }
+            largestMTU = max(largestMTU, min(clientMTU, server))
             features.add(23, UInt64(mtu))
         case 0x0A, 0x0C:
             value = Array(reply.dropFirst())
@@ -343,7 +375,7 @@ final class GATTSession: @unchecked Sendable {
 
     private func serverInitiated(_ pdu: [UInt8]) -> FuzzOutcome {
         guard pdu.count >= 3 else { return violation("a \(pdu.count)-byte notification (it needs a handle) near \(step)") }
-        if pdu.count > max(mtu, 23) {
+        if pdu.count > max(mtu, largestMTU) {
             return .finding(kind: "answer-over-mtu", detail: "a \(pdu.count)-byte notification on MTU \(mtu) near \(step)")
         }
         let handle = UInt16(pdu[1]) | UInt16(pdu[2]) << 8
@@ -358,22 +390,23 @@ final class GATTSession: @unchecked Sendable {
         return .ok
     }
 
-    /// Listens for `microseconds` of device time (notifications are followed), ending early once
-    /// the device has been quiet for a tenth of it after saying something.
+    /// Listens for `microseconds` of device time, following notifications. It ends early when
+    /// the protocol comes to rest, or after a silence: a tenth of the wait and at most 300 ms
+    /// while the protocol is under way (a Wi-Fi join, a download, a scan), 100 ms when not.
     private func listen(_ microseconds: Int64) async -> FuzzOutcome {
         let deadline = await link.now() + microseconds
-        let quiet = max(2_000, microseconds / 10)
-        var heard = false
         let start = observer.state
         while true {
             let now = await link.now()
             guard now < deadline else { break }
+            // A campaign cannot afford seconds of silence per input: a device that is slower
+            // goes on between inputs, and the next input sees its state.
+            let quiet = max(2_000, min(microseconds / 10, observer.inProgress ? 300_000 : 100_000))
             let pdu: [UInt8]?
-            do { pdu = try await link.receive(within: heard ? min(quiet, deadline - now) : deadline - now) } catch {
+            do { pdu = try await link.receive(within: min(quiet, deadline - now)) } catch {
                 return await dropped("during \(step)")
             }
             guard let pdu else { break }
-            heard = true
             if pdu.first == 0x1D { try? await link.send([0x1E]) }
             if pdu.first == 0x1B || pdu.first == 0x1D {
                 let outcome = serverInitiated(pdu)
@@ -398,13 +431,14 @@ final class GATTSession: @unchecked Sendable {
     /// A read or notification that carries bytes of an earlier write to another characteristic:
     /// a static value (a name, a revision) that changed to show them, or a secret shown anywhere.
     private func disclosure(_ value: [UInt8], readFrom c: Int) -> FuzzOutcome? {
-        guard value.count >= 6, !written.isEmpty else { return nil }
+        guard value.count >= 6 else { return nil }
         let target = map.characteristics[c]
+        // Passwords written in this input or an earlier one (a device keeps them): none may be
+        // shown by another characteristic.
+        for (index, secret) in state.secrets() where index != c && Self.containsWindow(of: secret, width: 8, in: value) {
+            return .finding(kind: "secret-disclosed", detail: "\(target.label) showed a password written to \(map.characteristics[index].label) (\(secret.count) bytes), at \(step)")
+        }
         for (index, w) in written where index != c {
-            let secret = GATTValues.secret(in: w, role: map.characteristics[index].role)
-            if let secret, secret.count >= 8, Self.contains(value, secret) {
-                return .finding(kind: "secret-disclosed", detail: "\(target.label) showed the password written to \(map.characteristics[index].label) (\(secret.count) bytes), at \(step)")
-            }
             guard target.looksStatic, let baseline = target.baseline, value != baseline, w.count >= 6 else { continue }
             for start in stride(from: 0, through: w.count - 6, by: 1) {
                 let window = Array(w[start..<start + 6])
@@ -414,6 +448,13 @@ final class GATTSession: @unchecked Sendable {
             }
         }
         return nil
+    }
+
+    /// Whether any `width` consecutive bytes of `secret` appear in `value` (a read may cut it).
+    static func containsWindow(of secret: [UInt8], width: Int, in value: [UInt8]) -> Bool {
+        guard secret.count >= width else { return false }
+        for start in 0...(secret.count - width) where contains(value, Array(secret[start..<start + width])) { return true }
+        return false
     }
 
     static func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
@@ -446,6 +487,7 @@ final class GATTSession: @unchecked Sendable {
             if state.needsEncryption { await link.encrypt() }
             observer.reconnected()
             mtu = 23
+            largestMTU = 23
             exchanged = false
             prepared = 0
             return .ok

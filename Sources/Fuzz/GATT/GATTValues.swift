@@ -63,8 +63,11 @@ enum GATTValues {
                               write(credentials, creds), write(url, Array(Self.url.utf8)),
                               write(control, SpeakerOTA.ControlCommand(.start).encode()), wait(ms: 12_000), Op(.read, target: t(status))]
             for k in 3...flow.count { seeds.append(Array(flow.prefix(k))) }
+            // Every command, with its parameter at the edges, in the state after the URL.
             for command in SpeakerOTA.Command.allCases {
-                seeds.append(Array(flow.prefix(5)) + [write(control, SpeakerOTA.ControlCommand(command).encode()), wait(ms: 300)])
+                for parameter: UInt8 in [0, 1, 2, 3, 0x7F, 0x80, 0xFF] {
+                    seeds.append(Array(flow.prefix(5)) + [write(control, SpeakerOTA.ControlCommand(command, parameter: parameter).encode()), wait(ms: 300)])
+                }
             }
             // At MTU 23 the credentials and the URL need long writes.
             seeds.append([Op(.subscribe, target: t(status)), Op(.longWrite, target: t(credentials), value: creds),
@@ -72,7 +75,9 @@ enum GATTValues {
         }
         if let scan = map.index(of: .sensorScan) {
             // MTU 247 first: the first complete scan is the reference the others must equal.
-            for m in [247, 23, 185] {
+            // Then a sweep: chunk boundaries fall on every byte of a line at MTUs 23 to 64, and
+            // at the sizes stacks use.
+            for m in [247, 23, 185] + Array(24...64) + [100, 128, 158, 200, 244, 251, 255, 256, 512, 517] {
                 seeds.append([mtu(m), Op(.subscribe, target: t(scan)), write(scan, SensorScan.request), wait(ms: 8000)])
             }
         }
@@ -86,15 +91,24 @@ enum GATTValues {
                      write(cp, nrf7Request(5)), wait(ms: 200)]
             for k in 3...flow.count where k == flow.count || flow[k - 1].kind == .wait { seeds.append(Array(flow.prefix(k))) }
         }
-        // Every characteristic: read, subscribe, and its own value written back.
-        var generic: [Op] = [mtu(247)]
+        // Every characteristic: read (and read past its end with Read Blob), subscribe, and its
+        // own value written back; on a fresh link, and again in the state each protocol's
+        // writes left (a value read there may show what was written).
+        var generic: [Op] = []
         for (i, c) in map.characteristics.enumerated() {
-            if c.canRead { generic.append(Op(.read, target: t(i))) }
+            if c.canRead {
+                let length = c.baseline?.count ?? 0
+                generic += [Op(.read, target: t(i)), Op(.read, target: t(i), value: [UInt8(length & 0xFF), UInt8(length >> 8)]),
+                            Op(.read, target: t(i), value: [UInt8((length + 1) & 0xFF), UInt8((length + 1) >> 8)])]
+            }
             if c.cccd != nil { generic.append(Op(.subscribe, target: t(i))) }
             if c.role == nil, c.canWrite { generic.append(write(i, c.baseline ?? [0])) }
         }
-        generic.append(wait(ms: 40))
-        seeds.append(generic)
+        let configured = seeds.compactMap { seed in seed.lastIndex { $0.kind == .write }.map { Array(seed.prefix($0 + 1)) } }
+        seeds.append([mtu(247)] + generic.prefix(40) + [wait(ms: 40)])
+        for prefix in Set(configured.map(GATTInput.encode)).sorted(by: { $0.count < $1.count }).prefix(4).map(GATTInput.decode) {
+            seeds.append(Array((prefix + generic).prefix(48)))
+        }
         return seeds
     }
 
@@ -128,8 +142,10 @@ enum GATTValues {
             }
         case .speakerControl:
             let commands: [UInt8] = [0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x00, 0x0F, 0x16, 0x20, 0x7F, 0x80, 0xFF]
-            let parameters: [UInt8] = [0, 1, 2, 0x0F, 0x10, 0x7F, 0x80, 0xFE, 0xFF]
-            value = [r.chance(80) ? (r.pick(commands) ?? 0x10) : r.byte(), r.chance(70) ? (r.pick(parameters) ?? 0) : r.byte()]
+            let parameters: [UInt8] = [0, 1, 2, 3, 4, 0x0F, 0x10, 0x7F, 0x80, 0xFE, 0xFF]
+            // The command kept and its parameter changed half the time: every parameter of it.
+            let command = value.first.flatMap { r.chance(50) ? $0 : nil } ?? (r.chance(80) ? (r.pick(commands) ?? 0x10) : r.byte())
+            value = [command, r.chance(70) ? (r.pick(parameters) ?? 0) : r.byte()]
             if r.chance(15) { value = Array(value.prefix(r.below(2))) } else if r.chance(15) { value.append(r.byte()) }
         case .sensorScan:
             let variants = ["SCAN", "scan", "SCAN\n", "SCAN\r\n", "SCAN\u{0}", "SCA", "SCANSCAN", "SCAN,", " SCAN", "END", "MORE", "SCAN\u{0}junk"]

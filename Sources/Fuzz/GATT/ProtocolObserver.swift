@@ -71,6 +71,12 @@ struct ProtocolObserver {
             || state == "connection CONNECTION_FAILED"
     }
 
+    /// A state the protocol leaves by itself, with more to say: a wait should hear it out.
+    var inProgress: Bool {
+        ["WIFI_CONNECTING", "WIFI_CONNECTED", "DOWNLOADING", "VERIFYING", "scan requested", "scanning", "START_SCAN done", "scan results",
+         "SET_CONFIG done", "connection AUTHENTICATION", "connection ASSOCIATION", "connection OBTAINING_IP"].contains(state)
+    }
+
     /// The input asked the device to drop the link (the speaker's REBOOT): a drop is the answer.
     private(set) var dropExpected = false
 

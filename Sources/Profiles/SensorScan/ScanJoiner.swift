@@ -87,6 +87,9 @@ extension SensorScan {
                 }
                 if let first = c.first, Self.isBreak(first) {
                     // `\nMORE\n`: the end of a line and the marker line, the line style's chunk.
+                    // Its line end ends the line the last chunk left open (found by fuzzing an
+                    // independent sensor that cut `SSID,RSSI` exactly at the chunk's end).
+                    endLine()
                     note(c.starts(with: [Self.cr, Self.lf]) ? .suffixCRLF : .suffixNewline)
                 } else {
                     note(.separateNotification)

@@ -1,0 +1,209 @@
+import Foundation
+import Fuzz
+import TestSupport
+import XCTest
+
+/// `gattlab fuzz device --target unix:PATH`: black-box campaigns against devices in other
+/// processes. The devices under test are gattlab's own emulator with its planted quirks and,
+/// more to the point, devices written independently in Python (Tests/IndependentDevices: their
+/// own handle layouts, extra services, limits and planted bugs the fuzzer is not told about).
+/// Every campaign runs from seed 1 with no device-specific flag.
+final class BlackBoxFuzzTests: XCTestCase {
+    /// A device process serving a Unix socket, stopped at the end of the test.
+    final class DeviceProcess {
+        let process = Process()
+        let socket: String
+        let log: URL
+
+        init(_ arguments: [String], executable: URL, socket: String, log: URL) throws {
+            self.socket = socket
+            self.log = log
+            process.executableURL = executable
+            process.arguments = arguments
+            FileManager.default.createFile(atPath: log.path, contents: nil)
+            let handle = try FileHandle(forWritingTo: log)
+            process.standardOutput = handle
+            process.standardError = handle
+            process.standardInput = FileHandle.nullDevice
+            try process.run()
+            let deadline = Date().addingTimeInterval(20)
+            while !FileManager.default.fileExists(atPath: socket), Date() < deadline, process.isRunning { usleep(20_000) }
+            guard FileManager.default.fileExists(atPath: socket) else {
+                throw TestSetupError("the device did not listen on \(socket): \(String(decoding: (try? Data(contentsOf: log)) ?? Data(), as: UTF8.self))")
+            }
+        }
+
+        func stop() {
+            if process.isRunning { process.terminate() }
+            process.waitUntilExit()
+        }
+
+        var output: String { String(decoding: (try? Data(contentsOf: log)) ?? Data(), as: UTF8.self) }
+    }
+
+    static let python = URL(fileURLWithPath: "/usr/bin/python3")
+    static let independent = Harness.root.appendingPathComponent("Tests/IndependentDevices/device.py")
+
+    func independentDevice(_ kind: String, bugs: [String] = [], in dir: URL, name: String? = nil) throws -> DeviceProcess {
+        guard FileManager.default.isExecutableFile(atPath: Self.python.path) else { throw XCTSkip("python3 is not installed") }
+        let socket = dir.appendingPathComponent("\(name ?? kind).sock").path
+        return try DeviceProcess([Self.independent.path, kind, "--listen", socket, "--quiet"] + bugs.flatMap { ["--bug", $0] },
+                                 executable: Self.python, socket: socket, log: dir.appendingPathComponent("\(name ?? kind).log"))
+    }
+
+    func emulator(_ kind: String, quirks: [String] = [], in dir: URL, speed: Int = 100) throws -> DeviceProcess {
+        let socket = dir.appendingPathComponent("emu-\(kind).sock").path
+        return try DeviceProcess(["emulate", kind, "--listen", "unix:\(socket)", "--speed", String(speed), "--quiet"] + quirks.flatMap { ["--quirk", $0] },
+                                 executable: try Harness.gattlab, socket: socket, log: dir.appendingPathComponent("emu-\(kind).log"))
+    }
+
+    struct Campaign {
+        var result: Harness.Result
+        var summary: [String: Any]
+        var findings: [[String: Any]] { summary["findings"] as? [[String: Any]] ?? [] }
+        var blackBox: [String: Any] { summary["blackBox"] as? [String: Any] ?? [:] }
+    }
+
+    func campaign(_ device: DeviceProcess, runs: Int, speed: Int = 1, findings: URL, extra: [String] = []) throws -> Campaign {
+        let r = try Harness.gattlab(["fuzz", "device", "--target", "unix:\(device.socket)", "--seed", "1", "--runs", String(runs),
+                                     "--speed", String(speed), "--answer-timeout", "300", "--findings", findings.path, "--format", "json", "--quiet"] + extra,
+                                    timeout: 600)
+        let summary = (try? JSONSerialization.jsonObject(with: Data(r.stdout.utf8))) as? [String: Any] ?? [:]
+        XCTAssertFalse(summary.isEmpty, "no JSON summary (exit \(r.status)): \(r.stderr)")
+        return Campaign(result: r, summary: summary)
+    }
+
+    /// One planted bug: found within 2,500 inputs from seed 1, confirmed, minimised, with a
+    /// capture and a replay script; the capture replays to the same fault on the buggy device
+    /// and diverges on a healthy one.
+    func assertFound(_ kind: String, bug: String, expecting kinds: Set<String>, file: StaticString = #filePath, line: UInt = #line) throws {
+        let dir = try Harness.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let buggy = try independentDevice(kind, bugs: [bug], in: dir, name: "buggy")
+        defer { buggy.stop() }
+        let c = try campaign(buggy, runs: 2500, findings: dir.appendingPathComponent("findings"))
+        XCTAssertEqual(c.result.status, 1, "\(kind) --bug \(bug): exit \(c.result.status), no finding in 2,500 inputs: \(c.result.stderr)", file: file, line: line)
+        guard let finding = c.findings.first, let path = finding["file"] as? String else { return }
+        let found = finding["kind"] as? String ?? ""
+        XCTAssertTrue(kinds.contains(found), "\(kind) --bug \(bug): found \(found): \(finding["detail"] ?? "")", file: file, line: line)
+        XCTAssertLessThanOrEqual(finding["afterRuns"] as? Int ?? .max, 2500, file: file, line: line)
+        for ext in ["", ".txt", ".btsnoop", ".json"] {
+            XCTAssertTrue(FileManager.default.fileExists(atPath: path + ext), "reproducer \(path)\(ext)", file: file, line: line)
+        }
+        print("\(kind) --bug \(bug): \(found) after \(finding["afterRuns"] ?? "?") inputs: \(finding["detail"] ?? "")")
+        // The reproducer replays to the same fault on the buggy device...
+        let again = try Harness.gattlab(["replay", "run", path + ".btsnoop", "--target", "unix:\(buggy.socket)", "--allow-writes"], timeout: 120)
+        XCTAssertEqual(again.status, 0, "the reproducer does not replay equivalent on the buggy device:\n\(again.stdout)\(again.stderr)", file: file, line: line)
+        // ...and not on a healthy one.
+        let healthy = try independentDevice(kind, in: dir, name: "healthy")
+        defer { healthy.stop() }
+        let clean = try Harness.gattlab(["replay", "run", path + ".btsnoop", "--target", "unix:\(healthy.socket)", "--allow-writes"], timeout: 120)
+        XCTAssertEqual(clean.status, 1, "the reproducer replays equivalent on a healthy device too:\n\(clean.stdout)\(clean.stderr)", file: file, line: line)
+    }
+
+    // MARK: Independent devices
+
+    func testIndependentSpeakersBugsAreFoundFromSeed1() throws {
+        try assertFound("speaker", bug: "ssid-exact-32", expecting: ["link-dropped"])
+        try assertFound("speaker", bug: "start-slot-index", expecting: ["link-dropped"])
+        try assertFound("speaker", bug: "status-cccd-index", expecting: ["no-answer"])
+        try assertFound("speaker", bug: "preset-blob-leak", expecting: ["secret-disclosed", "memory-disclosure"])
+    }
+
+    func testIndependentSensorsBugsAreFoundFromSeed1() throws {
+        try assertFound("sensor", bug: "end-marker-room", expecting: ["answer-over-mtu"])
+        try assertFound("sensor", bug: "rescan-overflow", expecting: ["link-dropped"])
+    }
+
+    func testIndependentNRF7BugsAreFoundFromSeed1() throws {
+        try assertFound("nrf7", bug: "pb-len-overrun", expecting: ["link-dropped"])
+        try assertFound("nrf7", bug: "rescan-band-index", expecting: ["link-dropped"])
+        try assertFound("nrf7", bug: "psk-64-overflow", expecting: ["link-dropped"])
+    }
+
+    func testHealthyIndependentDevicesGiveNoFindingIn1000Inputs() throws {
+        for kind in ["speaker", "sensor", "nrf7"] {
+            let dir = try Harness.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(at: dir) }
+            let device = try independentDevice(kind, in: dir)
+            defer { device.stop() }
+            let c = try campaign(device, runs: 1000, findings: dir.appendingPathComponent("findings"))
+            XCTAssertEqual(c.result.status, 0, "healthy \(kind): \(c.findings)")
+            XCTAssertEqual(c.summary["runs"] as? Int, 1000)
+            // The protocol was found by UUID on this device's own handles and driven past its first state.
+            let protocols = c.blackBox["protocols"] as? [String] ?? []
+            XCTAssertEqual(protocols.count, 1, "\(kind): \(protocols)")
+            let rows = c.blackBox["coverage"] as? [[String: Any]] ?? []
+            let states = Set(rows.compactMap { $0["state"] as? String }).subtracting(["start"])
+            XCTAssertGreaterThanOrEqual(states.count, 2, "\(kind) reached states: \(states)")
+            print("healthy \(kind): \(c.summary["runs"] ?? 0) inputs, \(c.blackBox["operations"] ?? 0) ATT operations, states \(states.sorted())")
+        }
+    }
+
+    // MARK: gattlab's own emulator, its quirks
+
+    func testEmulatorQuirksAreFoundByTheDeviceTarget() throws {
+        let cases: [(String, String, String)] = [("speaker", "ssid-overflow", "link-dropped"), ("speaker", "short-status-write", "link-dropped"),
+                                                 ("speaker", "unbounded-prepare-queue", "unbounded-prepare-queue"),
+                                                 ("sensor", "split-line-loss", "scan-inconsistent")]
+        for (kind, quirk, expected) in cases {
+            let dir = try Harness.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(at: dir) }
+            let device = try emulator(kind, quirks: [quirk], in: dir)
+            defer { device.stop() }
+            let c = try campaign(device, runs: 2500, speed: 100, findings: dir.appendingPathComponent("findings"))
+            XCTAssertEqual(c.findings.first?["kind"] as? String, expected, "\(kind) --quirk \(quirk): \(c.findings) \(c.result.stderr)")
+        }
+    }
+
+    func testHealthyEmulatedDevicesGiveNoFinding() throws {
+        for kind in ["speaker", "sensor", "nrf7"] {
+            let dir = try Harness.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(at: dir) }
+            let device = try emulator(kind, in: dir)
+            defer { device.stop() }
+            let c = try campaign(device, runs: kind == "nrf7" ? 300 : 1000, speed: 100, findings: dir.appendingPathComponent("findings"))
+            XCTAssertEqual(c.result.status, 0, "healthy emulated \(kind): \(c.findings)")
+        }
+    }
+
+    // MARK: Seeds from a capture
+
+    /// The campaign's first input is the recorded session's operations, aimed by UUID.
+    func testSeedsFromACaptureStartWithThatSessionsWrites() throws {
+        let dir = try Harness.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        // An independent speaker: other handles than the capture's, so the seeds must go by UUID.
+        let device = try independentDevice("speaker", in: dir)
+        defer { device.stop() }
+        let capture = Harness.root.appendingPathComponent("Captures/speaker-ota-demo.btsnoop").path
+        let corpus = dir.appendingPathComponent("corpus")
+        let r = try Harness.gattlab(["fuzz", "device", "--target", "unix:\(device.socket)", "--seeds-from", capture, "--runs", "0",
+                                     "--corpus", corpus.path, "--findings", dir.appendingPathComponent("f").path], timeout: 120)
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertTrue(r.stderr.contains("seeds from \(capture): "), r.stderr)
+        // The seed written to the corpus: Exchange MTU, the subscription, then the credentials,
+        // URL and START writes in the recorded order, each on the UUID's handle of this device.
+        let inputs = Storage.inputs(in: corpus.path, maxLength: 4096).map(GATTInput.decode)
+        let session = try XCTUnwrap(inputs.first { ops in ops.first?.kind == .exchangeMTU && ops.filter { $0.kind == .write || $0.kind == .longWrite }.count == 3 },
+                                    "no seed with the session's three writes: \(inputs.map { $0.map(\.description) })")
+        let writes = session.filter { $0.kind == .write || $0.kind == .longWrite }
+        XCTAssertEqual(writes[2].value, [0x10, 0x00], "START")
+        XCTAssertTrue(String(decoding: writes[1].value, as: UTF8.self).hasPrefix("https://"), "the URL second")
+        XCTAssertTrue(writes[0].value.contains(0), "the credentials first (SSID, NUL, password)")
+        XCTAssertFalse(String(decoding: writes[0].value, as: UTF8.self).contains("correct"), "the recorded password is redacted")
+    }
+
+    // MARK: Errors
+
+    func testAnUnreachableDeviceIsAnErrorNotAFinding() throws {
+        let dir = try Harness.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let r = try Harness.gattlab(["fuzz", "device", "--target", "unix:\(dir.path)/none.sock", "--runs", "10"], timeout: 60)
+        XCTAssertEqual(r.status, 69, r.stderr)
+        XCTAssertTrue(Harness.oneError(r.stderr), r.stderr)
+        let usage = try Harness.gattlab(["fuzz", "device", "--runs", "10"], timeout: 60)
+        XCTAssertEqual(usage.status, 64, usage.stderr)
+        XCTAssertTrue(usage.stderr.contains("give the device with --target"), usage.stderr)
+    }
+}
