@@ -576,11 +576,13 @@ class Server:
                 data = link.sock.recv(65536)
             except (BlockingIOError, InterruptedError):
                 return
-            except OSError:
+            except OSError as e:
+                self.info("link %d: recv failed (%s): closed" % (link.id, e))
                 self._close_link(link)
                 self._after_close(link)
                 return
             if not data:
+                self.info("link %d: the client disconnected" % link.id)
                 self._close_link(link)
                 self._after_close(link)
                 return
@@ -639,7 +641,8 @@ class Server:
         except (BlockingIOError, InterruptedError):
             link.outq.append(pdu)
             self._want_write(link, True)
-        except OSError:
+        except OSError as e:
+            self.info("link %d: send failed (%s): closed" % (link.id, e))
             self._close_link(link)
             self._after_close(link)
 
@@ -656,7 +659,8 @@ class Server:
                 link.sock.send(link.outq[0])
             except (BlockingIOError, InterruptedError):
                 return
-            except OSError:
+            except OSError as e:
+                self.info("link %d: send failed (%s): closed" % (link.id, e))
                 self._close_link(link)
                 self._after_close(link)
                 return

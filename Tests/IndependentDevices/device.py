@@ -94,9 +94,12 @@ def main(argv=None):
 
     def stop(signum, frame):
         server.running = False
+        sys.stderr.write("[%s] stopped by signal %d with %d link(s) open\n" % (
+            args.device, signum, len(server.links)))
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
     try:
         server.serve_forever()
     except KeyboardInterrupt:

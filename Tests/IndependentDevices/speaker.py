@@ -171,7 +171,12 @@ class Speaker(Device):
     def set_state(self, state, error=E_NONE):
         self.state = state
         self.error = error
-        self.notify(self.status, self.status_bytes())
+        self.notify_status()
+
+    def notify_status(self):
+        # queued behind the Write Response of the write that caused it, as the firmware's
+        # event task sends it after the GATT callback returned
+        self.later(0, self.notify, self.status, self.status_bytes())
 
     def stop_job(self):
         self.cancel(self.job)
@@ -276,12 +281,12 @@ class Speaker(Device):
             if self.state in (CREDS_RECEIVED, URL_RECEIVED) + BUSY_STATES:
                 self.fail(E_CANCELLED)
             else:
-                self.notify(self.status, self.status_bytes())
+                self.notify_status()
         elif cmd == CMD_REBOOT:
             self.reboot_pending = link
         elif cmd == CMD_GET_VERSION:
             # the version is in Device Information; GET_VERSION re-sends the status
-            self.notify(self.status, self.status_bytes())
+            self.notify_status()
         elif cmd == CMD_ROLLBACK:
             self.cmd_rollback()
         elif cmd == CMD_VALIDATE:
@@ -292,7 +297,7 @@ class Speaker(Device):
                 self.rollback_timer = None
                 self.set_state(IDLE)
             else:
-                self.notify(self.status, self.status_bytes())
+                self.notify_status()
         else:
             raise AttError(APP_INVALID)
 
