@@ -18,7 +18,6 @@ connections while it "boots"; a hang stops answering ATT until the client that
 hung it disconnects, then the device reboots the same way.
 """
 
-import errno
 import heapq
 import itertools
 import os
@@ -107,8 +106,6 @@ PROP_WRITE_NO_RSP = 0x04
 PROP_WRITE = 0x08
 PROP_NOTIFY = 0x10
 PROP_INDICATE = 0x20
-
-_BASE_TAIL = bytes.fromhex("0000" "1000" "8000" "00805f9b34fb")
 
 
 def uuid_bytes(u):
@@ -559,6 +556,7 @@ class Server:
             s.setblocking(False)
             link = Link(s)
             link.fileno = s.fileno()
+            link.hung = self.hung_link is not None     # a hung firmware answers nobody
             self.links[link.fileno] = link
             self.sel.register(s, selectors.EVENT_READ, link)
             self.connections_served += 1

@@ -414,8 +414,6 @@ class Nrf7(Device):
 
     def _enter(self, link, state, reason):
         self.conn_state = state
-        if state != CONNECTED and state != OBTAINING_IP:
-            pass
         self.result(link, Msg((2, state), (3, reason)))
 
     # -- links

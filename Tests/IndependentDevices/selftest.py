@@ -11,7 +11,6 @@ refused while booting), state loss on a crash, and throughput.
   python3 Tests/IndependentDevices/selftest.py speaker -v # one device, verbose
 """
 
-import errno
 import os
 import socket
 import struct
@@ -316,6 +315,13 @@ def expect_hang(dev, cli, action, bug):
     except NoAnswer:
         pass
     check(any("HANG bug=%s" % bug in l for l in dev.faults()), "stderr logs HANG bug=%s" % bug)
+    other = dev.connect()
+    try:
+        r = other.read(1)
+        raise Fail("a second link to a hung device was answered: %s" % r.hex())
+    except NoAnswer:
+        check(True, "a second link gets no answer either")
+    other.close()
     cli.close()
     time.sleep(0.1)
     c = dev.connect()

@@ -25,8 +25,7 @@ import struct
 
 from att_server import (AttError, Crash, Device, Hang, PROP_INDICATE, PROP_NOTIFY,
                         PROP_READ, PROP_WRITE, PROP_WRITE_NO_RSP,
-                        ERR_INVALID_ATTRIBUTE_VALUE_LENGTH, ERR_INVALID_OFFSET,
-                        ERR_VALUE_NOT_ALLOWED)
+                        ERR_INVALID_ATTRIBUTE_VALUE_LENGTH)
 from world import BAND_24, World
 
 OTA_BASE = "0000000%d-1234-5678-9ABC-DEF012345678"
