@@ -16,6 +16,7 @@ import argparse
 import glob
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -53,6 +54,7 @@ def run(gattlab, capture, device, aligned, timing):
     dev.wait(5)
     with open(os.path.join(tmp, "device.log")) as f:
         log = f.read()
+    shutil.rmtree(tmp, ignore_errors=True)
     try:
         rep = json.loads(p.stdout)
     except ValueError:

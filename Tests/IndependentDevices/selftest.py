@@ -12,6 +12,7 @@ refused while booting), state loss on a crash, and throughput.
 """
 
 import os
+import shutil
 import socket
 import struct
 import subprocess
@@ -276,6 +277,7 @@ class DeviceProc:
         self.p.terminate()
         self.p.wait(5)
         self.err.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 def expect_crash(dev, cli, action, bug):
