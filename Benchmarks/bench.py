@@ -170,6 +170,7 @@ def fuzz_speed(args):
     """Issue 7: exec/s in-process and under libFuzzer+ASan, and ATT op/s of the emulator over unix:."""
     targets = [line.split()[0] for line in subprocess.run([args.gattlab, "fuzz", "list"], capture_output=True,
                                                           text=True, check=True).stdout.splitlines() if line.strip()]
+    targets = [t for t in targets if t != "device"]  # black-box: measured against an emulator below
     rows = []
     scratch = tempfile.mkdtemp(prefix="gattlab-bench-fuzz-")
     try:
@@ -211,9 +212,40 @@ def fuzz_speed(args):
     print("\n| emulator over unix: | requests | seconds | ATT op/s | aim |")
     print("|---|---:|---:|---:|---|")
     print(f"| Read Request 0x0003 (device name), one at a time | {att[0]:,} | {att[1]:.2f} | {att[0] / att[1]:,.0f} | >= 20,000 |")
+    bb = black_box_ops(args)
+    print("\n| black-box campaign (gattlab fuzz device) | inputs | seconds | ATT op/s | aim |")
+    print("|---|---:|---:|---:|---|")
+    print(f"| against gattlab emulate speaker over unix: (seed 1) | {bb['runs']:,} | {bb['seconds']:.2f} | {bb['ops_per_s']:,.0f} | >= 20,000 |")
     with open(os.path.join(args.out, "fuzz-results.json"), "w") as f:
         json.dump({"targets": [{"case": r[0], "runs": r[1], "seconds": r[2], "execs_per_s": r[3]} for r in rows],
-                   "emulator_att_ops_per_s": att[0] / att[1]}, f, indent=2)
+                   "emulator_att_ops_per_s": att[0] / att[1], "black_box": bb}, f, indent=2)
+
+
+def black_box_ops(args):
+    """Issue 18: ATT operations per second of a black-box campaign (discovery, flows, mutations,
+    one connection per input, every answer awaited and checked) against an emulator process."""
+    scratch = tempfile.mkdtemp(prefix="gattlab-bench-bb-")
+    sock_path = os.path.join(scratch, "emu.sock")
+    emulator = subprocess.Popen([args.gattlab, "emulate", "speaker", "--listen", f"unix:{sock_path}", "--speed", "1000", "--quiet"],
+                                stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    try:
+        for _ in range(500):
+            if os.path.exists(sock_path):
+                break
+            time.sleep(0.01)
+        runs = max(2000, int(args.fuzz_seconds * 2000))
+        argv = [args.gattlab, "fuzz", "device", "--target", f"unix:{sock_path}", "--speed", "1000", "--seed", "1", "--runs", str(runs),
+                "--format", "json", "--quiet", "--findings", os.path.join(scratch, "findings")]
+        out = subprocess.run(argv, capture_output=True, text=True)
+        if out.returncode not in (0, 1):
+            sys.exit(f"{' '.join(argv)} failed ({out.returncode}): {out.stderr[-500:]}")
+        summary = json.loads(out.stdout)
+        return {"runs": summary["runs"], "seconds": summary["seconds"], "operations": summary["blackBox"]["operations"],
+                "ops_per_s": summary["blackBox"]["operationsPerSecond"], "findings": len(summary["findings"])}
+    finally:
+        emulator.terminate()
+        emulator.wait()
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def libfuzzer_rate(args, target, scratch):

@@ -171,17 +171,27 @@ final class Run: @unchecked Sendable {
                 }
             } catch {
                 switch error {
+                case .failed(let why) where why.hasPrefix(Self.noAnswer) && recordedUnanswered(index):
+                    // The recorded device did not answer this request either (it hung; a fuzz
+                    // finding's reproducer): the same fault.
+                    outcome.observe("no answer, as recorded: the device stopped answering")
                 case .failed(let why):
                     outcome.fail(why)
                 case .linkDropped:
                     connected = false
                     // The recording lost this connection too: the steps up to its loss cannot run.
                     if let lost = steps[(index + 1)...].prefix(while: { $0.action != .connect }).firstIndex(where: { $0.action == .linkLost }) {
-                        if lost == index + 1, step.expect?.result == nil {
+                        if step.expect?.result == nil, steps[(index + 1)..<lost].allSatisfy({ $0.action == .notification }) {
                             // The recording had no answer either: the device dropped the link at
                             // this request, as recorded (a fuzz finding's reproducer, a crash).
+                            // Notifications it sent on the way out need not come again.
                             outcome.observe("the link dropped before an answer, as recorded")
                             outcomes.append(outcome)
+                            for j in (index + 1)..<lost {
+                                var gone = StepOutcome(index: j + 1, step: steps[j])
+                                gone.observe("not seen: the link dropped first, as it did soon after")
+                                outcomes.append(gone)
+                            }
                             var lostOutcome = StepOutcome(index: lost + 1, step: steps[lost])
                             lostOutcome.observe("the device ended the link, as recorded")
                             outcomes.append(lostOutcome)
@@ -339,6 +349,14 @@ final class Run: @unchecked Sendable {
 
     func connect(_ o: inout StepOutcome) async throws(Stop) {
         await central.connect()
+        // A device that just rebooted (a REBOOT, a crash) takes a moment to accept again, as it
+        // takes a moment to advertise: up to two seconds.
+        var waited = 0
+        while !(await link.isConnected()), waited < 2_000 {
+            try? await Task.sleep(nanoseconds: 20_000_000)
+            waited += 20
+            await central.connect()
+        }
         guard await link.isConnected() else {
             let why = await options.connectFailure?() ?? nil
             throw .failed("cannot connect\(why.map { ": \($0)" } ?? "")")
@@ -360,10 +378,21 @@ final class Run: @unchecked Sendable {
         do { try await link.send(bytes) } catch { throw .linkDropped }
     }
 
+    static let noAnswer = "no answer within the ATT transaction timeout"
+
+    /// A request the recording has no answer to, after which the phone hung up: the recorded
+    /// device stopped answering there.
+    func recordedUnanswered(_ index: Int) -> Bool {
+        let step = script.steps[index]
+        guard step.expect == nil, step.method != .command, [.write, .read, .subscribe].contains(step.action),
+              index + 1 < script.steps.count else { return false }
+        return script.steps[index + 1].action == .disconnect
+    }
+
     func stop(_ error: CentralError) -> Stop {
         switch error {
         case .bearer(.closed): .linkDropped
-        case .timeout: .failed("no answer within the ATT transaction timeout (\(options.attTimeout / 1_000_000) s)")
+        case .timeout: .failed("\(Self.noAnswer) (\(options.attTimeout / 1_000_000) s)")
         default: .failed(error.description)
         }
     }
@@ -567,6 +596,10 @@ final class Run: @unchecked Sendable {
     }
 
     func compareResult(_ step: ReplayStep, _ o: inout StepOutcome, error: ATTErrorCode?) {
+        if step.expect == nil, let i = script.steps.firstIndex(of: step), recordedUnanswered(i) {
+            o.diverge("answered where the recorded device stopped answering (the phone hung up without an answer)")
+            return
+        }
         guard let expect = step.expect, let result = expect.result else { return }
         let observed = error.map { "0x" + Hex.string([$0.rawValue]) }
         if result == "error", let recorded = expect.error, recorded != observed {

@@ -68,7 +68,9 @@ public enum GATTBlackBox {
                 // carries the table and replays by UUID.
                 let outcome: (FuzzOutcome, Recording) = blocking {
                     let link = RecordingLink(connect())
-                    _ = try? await DeviceMap.discover(link, timeout: timeout)
+                    // A device that just crashed takes a moment to accept again: wait for it, so
+                    // the capture starts with a whole discovery.
+                    if await GATTSession.connect(link) { _ = try? await DeviceMap.discover(link, timeout: timeout) }
                     let session = GATTSession(link: link, state: state, features: Features())
                     let input = FileManager.default.contents(atPath: path).map { Array($0) } ?? []
                     let outcome = await session.run(GATTInput.decode(input))
@@ -80,7 +82,7 @@ public enum GATTBlackBox {
                 if let script = try? ScriptExtractor.extract(path: path + ".btsnoop", options: ExtractOptions(revealSecrets: true)) {
                     let encoder = JSONEncoder()
                     encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-                    if let data = try? encoder.encode(script) { FileManager.default.createFile(atPath: path + ".json", contents: data) }
+                    if let data = try? encoder.encode(script) { _ = FileManager.default.createFile(atPath: path + ".json", contents: data) }
                 }
             },
             remote: label, units: GATTInput.units, confirmations: 2)

@@ -53,6 +53,23 @@ final class GATTCampaignState: @unchecked Sendable {  // guarded by lock
 
     func secrets() -> [(Int, [UInt8])] { lock.withLock { passwords } }
 
+    /// Values written to each characteristic, the 8 latest: what a characteristic shows of its
+    /// own writes is no disclosure.
+    private var writes: [Int: [[UInt8]]] = [:]
+
+    func noteWrite(_ value: [UInt8], to index: Int) {
+        guard value.count >= 8 else { return }
+        lock.withLock {
+            writes[index, default: []].append(value)
+            if writes[index]!.count > 8 { writes[index]!.removeFirst() }
+        }
+    }
+
+    func wasWritten(_ secret: [UInt8], to index: Int) -> Bool {
+        let values = lock.withLock { writes[index] ?? [] }
+        return values.contains { GATTSession.containsWindow(of: secret, width: 8, in: $0) }
+    }
+
     func setLast(_ r: Recording) { lock.withLock { recording = r } }
     func last() -> Recording? { lock.withLock { recording } }
 }
@@ -161,6 +178,7 @@ final class GATTSession: @unchecked Sendable {
                 observer.accepted(value, on: c)
                 state.keepSecret(in: value, of: c)
             }
+            state.noteWrite(value, to: c)
         case .read:
             guard let c = characteristic else { return .ok }
             let handle = map.characteristics[c].valueHandle
@@ -226,6 +244,11 @@ final class GATTSession: @unchecked Sendable {
         case .raw:
             let pdu = Array(op.value.prefix(mtu))
             guard let opcode = pdu.first, opcode != 0 else { return .ok }  // 0x00 is the unix: control prefix, not ATT
+            // A write in raw form is still a write (a REBOOT sent so is expected to drop the link).
+            if opcode == 0x12 || opcode == 0x52, pdu.count >= 3,
+               let c = map.characteristics.firstIndex(where: { $0.valueHandle == UInt16(pdu[1]) | UInt16(pdu[2]) << 8 }) {
+                observer.sent(Array(pdu.dropFirst(3)), on: c)
+            }
             outcome = await exchange(pdu, answer: &answer)
         }
         return outcome
@@ -253,6 +276,7 @@ final class GATTSession: @unchecked Sendable {
             observer.accepted(value, on: c)
             state.keepSecret(in: value, of: c)
         }
+        state.noteWrite(value, to: c)
         return outcome
     }
 
@@ -276,6 +300,14 @@ final class GATTSession: @unchecked Sendable {
     private func exchange(_ pdu: [UInt8], answer: inout GATTCoverage.Answer, value: inout [UInt8]?) async -> FuzzOutcome {
         guard let opcode = pdu.first else { return .ok }
         budget -= 1
+        // A REBOOT can arrive queued: a Prepare Write of it, then an Execute (a drop then is
+        // the answer, as for a plain write of it).
+        if opcode == 0x16, pdu.count >= 6, pdu[3] == 0, pdu[4] == 0,
+           let c = map.characteristics.firstIndex(where: { $0.valueHandle == UInt16(pdu[1]) | UInt16(pdu[2]) << 8 }),
+           map.characteristics[c].role == .speakerControl, pdu[5] == SpeakerOTA.Command.reboot.rawValue {
+            queuedReboot = c
+        }
+        if opcode == 0x18, pdu.count >= 2, pdu[1] == 1, let c = queuedReboot { observer.sent([SpeakerOTA.Command.reboot.rawValue], on: c) }
         do { try await link.send(pdu) } catch {
             answer = .dropped
             return await dropped("before \(step) was sent")
@@ -369,6 +401,8 @@ final class GATTSession: @unchecked Sendable {
 
     /// A finding seen in a notification while waiting for an answer, reported after it.
     var pending: FuzzOutcome?
+    /// The speaker control characteristic, when a REBOOT sits in the device's prepare queue.
+    var queuedReboot: Int?
     /// Opcodes no specification has, sent and not yet answered: an Error Response for one is
     /// that late answer.
     var lateErrors = Set<UInt8>()
@@ -396,17 +430,21 @@ final class GATTSession: @unchecked Sendable {
     private func listen(_ microseconds: Int64) async -> FuzzOutcome {
         let deadline = await link.now() + microseconds
         let start = observer.state
+        var heard = false
         while true {
             let now = await link.now()
             guard now < deadline else { break }
-            // A campaign cannot afford seconds of silence per input: a device that is slower
-            // goes on between inputs, and the next input sees its state.
-            let quiet = max(2_000, min(microseconds / 10, observer.inProgress ? 300_000 : 100_000))
+            // A protocol under way gets half the wait for its first word (a Wi-Fi scan takes
+            // seconds before its first chunk). Then a campaign cannot afford seconds of silence
+            // per input: a device that is slower goes on between inputs, and the next input
+            // sees its state.
+            let quiet = observer.inProgress && !heard ? microseconds / 2 : max(2_000, min(microseconds / 10, observer.inProgress ? 300_000 : 100_000))
             let pdu: [UInt8]?
             do { pdu = try await link.receive(within: min(quiet, deadline - now)) } catch {
                 return await dropped("during \(step)")
             }
             guard let pdu else { break }
+            heard = true
             if pdu.first == 0x1D { try? await link.send([0x1E]) }
             if pdu.first == 0x1B || pdu.first == 0x1D {
                 let outcome = serverInitiated(pdu)
@@ -435,7 +473,8 @@ final class GATTSession: @unchecked Sendable {
         let target = map.characteristics[c]
         // Passwords written in this input or an earlier one (a device keeps them): none may be
         // shown by another characteristic.
-        for (index, secret) in state.secrets() where index != c && Self.containsWindow(of: secret, width: 8, in: value) {
+        for (index, secret) in state.secrets() where index != c && Self.containsWindow(of: secret, width: 8, in: value)
+            && !state.wasWritten(secret, to: c) && !written.contains(where: { $0.index == c && Self.containsWindow(of: secret, width: 8, in: $0.value) }) {
             return .finding(kind: "secret-disclosed", detail: "\(target.label) showed a password written to \(map.characteristics[index].label) (\(secret.count) bytes), at \(step)")
         }
         for (index, w) in written where index != c {

@@ -69,6 +69,12 @@ enum GATTValues {
                     seeds.append(Array(flow.prefix(5)) + [write(control, SpeakerOTA.ControlCommand(command, parameter: parameter).encode()), wait(ms: 300)])
                 }
             }
+            // Each documented maximum, one below and one above: SSID 32, password 64.
+            let letters = { (n: Int, c: Character) in String(repeating: c, count: n) }
+            for (ssidLength, passwordLength) in [(31, 12), (32, 12), (33, 12), (1, 0), (8, 63), (8, 64), (8, 65)] {
+                let value = Array(letters(ssidLength, "s").utf8) + [0] + Array((canaryPassword + letters(max(0, passwordLength - canaryPassword.count), "p")).utf8.prefix(passwordLength))
+                seeds.append([mtu(247), Op(.subscribe, target: t(status)), write(credentials, value), Op(.read, target: t(status))])
+            }
             // At MTU 23 the credentials and the URL need long writes.
             seeds.append([Op(.subscribe, target: t(status)), Op(.longWrite, target: t(credentials), value: creds),
                           Op(.longWrite, target: t(url), value: Array(Self.url.utf8)), Op(.read, target: t(status))])
@@ -90,6 +96,19 @@ enum GATTValues {
                      write(cp, nrf7Request(4, config: nrf7Config)), wait(ms: 10_000), write(cp, nrf7Request(1)), wait(ms: 200),
                      write(cp, nrf7Request(5)), wait(ms: 200)]
             for k in 3...flow.count where k == flow.count || flow[k - 1].kind == .wait { seeds.append(Array(flow.prefix(k))) }
+            let subscribed = Array(flow.prefix(out == nil ? 2 : 3))
+            // SET_CONFIG with the SSID and the passphrase at their maxima, one below and one above.
+            for (ssidLength, passLength) in [(31, 12), (32, 12), (33, 12), (8, 63), (8, 64), (8, 65), (8, 7), (8, 8)] {
+                let ssid = String(repeating: "s", count: ssidLength)
+                let pass = String((canaryPassword + String(repeating: "p", count: 64)).prefix(passLength))
+                let config = NRF7.WifiConfig(wifi: NRF7.WifiInfo(ssid: ssid, band: 1, auth: 3), passphrase: pass)
+                seeds.append(subscribed + [write(cp, nrf7Request(4, config: config)), wait(ms: 3000), write(cp, nrf7Request(1)), wait(ms: 200)])
+            }
+            // A scan started again while one runs (a restart path), with each band and past them.
+            for band in [0, 1, 2, 3, 4, 255] {
+                let again = NRF7.Request(opCode: NRF7.opCode(2), scanParams: NRF7.ScanParams(band: NRF7.band(band))).encode()
+                seeds.append(subscribed + [write(cp, nrf7Request(2)), wait(ms: 100), write(cp, again), wait(ms: 1000), write(cp, nrf7Request(3))])
+            }
         }
         // Every characteristic: read (and read past its end with Read Blob), subscribe, and its
         // own value written back; on a fresh link, and again in the state each protocol's
