@@ -85,8 +85,10 @@ struct ProtocolObserver {
         if map.characteristics[index].role == .speakerControl, value.first == SpeakerOTA.Command.reboot.rawValue { dropExpected = true }
     }
 
-    /// The link came back after an expected drop.
-    mutating func reconnected() { dropExpected = false }
+    /// The link came back after an expected drop. A device told to reboot stays expected to
+    /// drop for the rest of the input: a second REBOOT, or one that lands after the link came
+    /// back, drops it again (a crash after a REBOOT in the same input is then not told).
+    mutating func reconnected() {}
 
     /// A write the device accepted: the states a write alone reaches.
     mutating func accepted(_ value: [UInt8], on index: Int) {
