@@ -163,6 +163,20 @@ struct FuzzCommand: ParsableCommand {
         /// The black-box target of any device: discovered, aimed by UUID (GATTBlackBox).
         static let blackBoxName = "device"
 
+        /// A device that cannot be reached at all is no finding: say why, once. Over bluez: each
+        /// input starts on a new link, and only an HCI Disconnect ends one.
+        static func checkReachable(_ parsed: ReplayTarget, _ remote: String, speed: Double) throws {
+            let probe = try parsed.link(security: "low", speed: speed)
+            if let why = firstConnectionFails(probe.link, failure: probe.failure) {
+                throw Failure(.unavailable, "cannot reach \(remote): \(why)",
+                              hint: "check that the device (or `gattlab emulate --listen`) is up and the address is right")
+            }
+            if case .bluez = parsed, !BlueZController.maySendCommands {
+                throw Failure(.noPermission, "fuzzing over bluez: ends each input's LE link with an HCI Disconnect, which needs CAP_NET_RAW",
+                              hint: "run as root or grant it: setcap cap_net_raw+ep $(command -v gattlab)")
+            }
+        }
+
         /// Connects once and hangs up; nil when that worked, else why not.
         static func firstConnectionFails(_ link: any TimedATTBearer & LinkControl,
                                          failure: @escaping @Sendable () async -> String?) -> String? {
@@ -198,17 +212,7 @@ struct FuzzCommand: ParsableCommand {
                 } else if let remote {
                     let parsed = try ReplayTarget.parse(remote)
                     let (speed, label) = (speed, remote)
-                    // A device that cannot be reached at all is no finding: say why, once.
-                    let probe = try parsed.link(security: "low", speed: speed)
-                    if let why = Self.firstConnectionFails(probe.link, failure: probe.failure) {
-                        throw Failure(.unavailable, "cannot reach \(remote): \(why)",
-                                      hint: "check that the device (or `gattlab emulate --listen`) is up and the address is right")
-                    }
-                    if case .bluez = parsed, !BlueZController.maySendCommands {
-                        // Each input must start on a new link; only an HCI Disconnect ends one now.
-                        throw Failure(.noPermission, "fuzzing over bluez: ends each input's LE link with an HCI Disconnect, which needs CAP_NET_RAW",
-                                      hint: "run as root or grant it: setcap cap_net_raw+ep $(command -v gattlab)")
-                    }
+                    try Self.checkReachable(parsed, remote, speed: speed)
                     // An answer needs no device timer: a process that is merely busy gets a
                     // second of wall time whatever the speed.
                     let timeout = Int64(max(answerTimeout * 1000, speed * 1_000_000))
@@ -255,15 +259,7 @@ struct FuzzCommand: ParsableCommand {
         /// discover it, and map the recorded sessions onto its table.
         func blackBoxTarget(_ remote: String) throws -> (FuzzTarget, GATTCampaignReporter) {
             let parsed = try ReplayTarget.parse(remote)
-            let probe = try parsed.link(security: "low", speed: speed)
-            if let why = Self.firstConnectionFails(probe.link, failure: probe.failure) {
-                throw Failure(.unavailable, "cannot reach \(remote): \(why)",
-                              hint: "check that the device (or `gattlab emulate --listen`) is up and the address is right")
-            }
-            if case .bluez = parsed, !BlueZController.maySendCommands {
-                throw Failure(.noPermission, "fuzzing over bluez: ends each input's LE link with an HCI Disconnect, which needs CAP_NET_RAW",
-                              hint: "run as root or grant it: setcap cap_net_raw+ep $(command -v gattlab)")
-            }
+            try Self.checkReachable(parsed, remote, speed: speed)
             var scripts: [SessionScript] = []
             for path in seedsFrom {
                 do { scripts.append(try ScriptExtractor.extract(path: path)) } catch {

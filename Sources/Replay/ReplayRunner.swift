@@ -181,34 +181,27 @@ final class Run: @unchecked Sendable {
                     connected = false
                     // The recording lost this connection too: the steps up to its loss cannot run.
                     if let lost = steps[(index + 1)...].prefix(while: { $0.action != .connect }).firstIndex(where: { $0.action == .linkLost }) {
-                        if step.expect?.result == nil, steps[(index + 1)..<lost].allSatisfy({ $0.action == .notification }) {
-                            // The recording had no answer either: the device dropped the link at
-                            // this request, as recorded (a fuzz finding's reproducer, a crash).
-                            // Notifications it sent on the way out need not come again.
+                        // The recording had no answer either, and only notifications before its
+                        // loss: the device dropped the link at this request, as recorded (a fuzz
+                        // finding's reproducer, a crash).
+                        let asRecorded = step.expect?.result == nil && steps[(index + 1)..<lost].allSatisfy { $0.action == .notification }
+                        if asRecorded {
                             outcome.observe("the link dropped before an answer, as recorded")
-                            outcomes.append(outcome)
-                            for j in (index + 1)..<lost {
-                                var gone = StepOutcome(index: j + 1, step: steps[j])
-                                gone.observe("not seen: the link dropped first, as it did soon after")
-                                outcomes.append(gone)
-                            }
-                            var lostOutcome = StepOutcome(index: lost + 1, step: steps[lost])
-                            lostOutcome.observe("the device ended the link, as recorded")
-                            outcomes.append(lostOutcome)
-                            index = lost + 1
-                            previousRecorded = steps[lost].at
-                            previousDone = await link.now()
-                            continue
+                        } else {
+                            outcome.diverge("the link dropped before this step's answer; the recording lost it later, at step \(lost + 1)")
                         }
-                        outcome.diverge("the link dropped before this step's answer; the recording lost it later, at step \(lost + 1)")
                         outcomes.append(outcome)
                         for j in (index + 1)..<lost {
                             var skipped = StepOutcome(index: j + 1, step: steps[j])
-                            skipped.diverge("not run: the link had dropped")
+                            if asRecorded {
+                                skipped.observe("not seen: the link dropped first, as it did soon after")
+                            } else {
+                                skipped.diverge("not run: the link had dropped")
+                            }
                             outcomes.append(skipped)
                         }
                         var lostOutcome = StepOutcome(index: lost + 1, step: steps[lost])
-                        lostOutcome.observe("the link was already lost")
+                        lostOutcome.observe(asRecorded ? "the device ended the link, as recorded" : "the link was already lost")
                         outcomes.append(lostOutcome)
                         index = lost + 1
                         previousRecorded = steps[lost].at

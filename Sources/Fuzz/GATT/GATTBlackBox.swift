@@ -78,8 +78,9 @@ public enum GATTBlackBox {
                     return (outcome, await link.recording())
                 }
                 try? outcome.1.write(to: path + ".btsnoop", overwrite: true)
-                // And as a replay script (the values are the fuzzer's own: shown as they are).
-                if let script = try? ScriptExtractor.extract(path: path + ".btsnoop", options: ExtractOptions(revealSecrets: true)) {
+                // And as a replay script, redacted as every script is: a device under test may
+                // answer with a real stored password (the capture replays without --set).
+                if let script = try? ScriptExtractor.extract(path: path + ".btsnoop") {
                     let encoder = JSONEncoder()
                     encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
                     if let data = try? encoder.encode(script) { _ = FileManager.default.createFile(atPath: path + ".json", contents: data) }

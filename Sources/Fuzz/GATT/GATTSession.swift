@@ -97,8 +97,6 @@ final class GATTSession: @unchecked Sendable {
     /// The step being run, for findings: "step 3 (write to speaker OTA control, 2 bytes, in URL_RECEIVED)".
     var step = ""
 
-    static let trace = ProcessInfo.processInfo.environment["GATTLAB_FUZZ_TRACE"] != nil
-
     init(link: any TimedATTBearer & LinkControl, state: GATTCampaignState, features: Features) {
         self.link = link
         self.state = state
@@ -129,11 +127,6 @@ final class GATTSession: @unchecked Sendable {
         if state.needsEncryption { await link.encrypt() }
         for (i, op) in operations.enumerated() {
             guard budget > 0 else { break }
-            let t0 = DispatchTime.now().uptimeNanoseconds
-            defer {
-                let ms = Double(DispatchTime.now().uptimeNanoseconds - t0) / 1e6
-                if Self.trace, ms > 50 { FileHandle.standardError.write(Data("TRACE \(Int(ms)) ms \(step)\n".utf8)) }
-            }
             let outcome = await perform(op, number: i + 1, of: operations.count)
             if outcome.isFinding { return outcome }
         }
