@@ -134,7 +134,7 @@ public actor SocketEmulator {
         self.clientSendTimeout = clientSendTimeout
         self.seed = seed
         self.listener = listener
-        path = (listener as? UnixSocketListener)?.path ?? ""
+        path = (listener as? UnixSocketListener)?.path ?? (listener as? DirectUnixListener)?.path ?? ""
         clock = ScaledClock(speed: speed)
         let scheduler = VirtualScheduler(start: clock.now())
         self.scheduler = scheduler

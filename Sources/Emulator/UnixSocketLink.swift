@@ -98,3 +98,77 @@ public actor UnixSocketLink: TimedATTBearer, LinkControl {
         await bearer.close()
     }
 }
+
+/// `UnixSocketLink` for one task at a time that waits on its own thread: each send and timed
+/// receive is the system call itself (`BlockingUnixSocket`), with no hop through an actor or a
+/// dispatch queue. A black-box campaign sends thousands of PDUs a second and awaits every answer
+/// anyway, so the hops were most of its cost. A receive blocks the thread it runs on: use it where
+/// nothing else in the process needs that thread (the fuzzer against a device in another process),
+/// never against an emulator served in the same process.
+public final class DirectUnixLink: TimedATTBearer, LinkControl, @unchecked Sendable {
+    public let path: String
+    private let clock: ScaledClock
+    private var socket: BlockingUnixSocket?
+    /// Why the last `connect()` failed (nil after one that worked).
+    public private(set) var lastError: BearerError?
+
+    public init(path: String, speed: Double = 1) {
+        self.path = path
+        clock = ScaledClock(speed: speed)
+    }
+
+    public func connect() {
+        guard socket == nil else { return }
+        do {
+            socket = try BlockingUnixSocket.connect(path: path)
+            lastError = nil
+        } catch {
+            lastError = error
+        }
+    }
+
+    public func encrypt() async {
+        do { try socket?.send(UnixSocketBearer.encryptionControlMessage) } catch { drop() }
+    }
+
+    public func pair(_ options: PairingOptions) async { await encrypt() }
+
+    public func isConnected() -> Bool { socket != nil }
+
+    public func send(_ pdu: [UInt8]) async throws(BearerError) {
+        guard let socket else { throw .closed }
+        do { try socket.send(pdu) } catch .closed {
+            drop()
+            throw .closed
+        }
+    }
+
+    public func receive() async throws(BearerError) -> [UInt8] {
+        while true {
+            if let pdu = try await receive(within: 3_600_000_000) { return pdu }
+        }
+    }
+
+    public func receive(within microseconds: Int64) async throws(BearerError) -> [UInt8]? {
+        guard let socket else { throw .closed }
+        do { return try socket.receive(within: clock.real(microseconds)) } catch .closed {
+            drop()
+            throw .closed
+        }
+    }
+
+    public func now() -> Int64 { clock.now() }
+
+    public func wait(_ microseconds: Int64) async throws(BearerError) {
+        let real = clock.real(microseconds)
+        guard real > 0 else { return }
+        try? await Task.sleep(nanoseconds: UInt64(real) * 1000)
+    }
+
+    public func close() async { drop() }
+
+    private func drop() {
+        socket?.close()
+        socket = nil
+    }
+}

@@ -185,8 +185,10 @@ extension EmulateCommand {
                                           exitOnCrash: exitOnCrash)
             } else {
                 do {
-                    emulator = try SocketEmulator(device: spec, seed: seed, path: path, speed: speed, freshDevicePerClient: freshDevice,
-                                                  exitOnCrash: exitOnCrash)
+                    // This process serves one client at a time and does nothing else: the socket's
+                    // calls may block the serving thread, with no dispatch hop per PDU.
+                    emulator = SocketEmulator(device: spec, seed: seed, listener: try DirectUnixListener(path: path), speed: speed,
+                                              freshDevicePerClient: freshDevice, exitOnCrash: exitOnCrash)
                 } catch {
                     throw Failure(.cannotCreate, "\(error)", hint: "choose a socket path in a folder you can write to")
                 }

@@ -55,3 +55,53 @@ extension BlueZListener: ATTBearerListener {
         await accept(within: microseconds)
     }
 }
+
+/// The server's end of a `unix:` link whose calls block the caller's thread
+/// (`BlockingUnixSocket`): for an emulator process that serves one client at a time and does
+/// nothing else, where the dispatch hops of `UnixSocketBearer` cost more than the round trip.
+public final class DirectUnixBearer: ServedATTBearer, @unchecked Sendable {
+    private let socket: BlockingUnixSocket
+
+    init(_ socket: BlockingUnixSocket) { self.socket = socket }
+
+    public var linkEncrypted: Bool? { nil }
+    public func setSendTimeout(_ microseconds: Int64) { socket.setSendTimeout(microseconds) }
+    public func send(_ pdu: [UInt8]) async throws(BearerError) { try socket.send(pdu) }
+
+    public func receive() async throws(BearerError) -> [UInt8] {
+        while true {
+            if let pdu = try socket.receive(within: 3_600_000_000) { return pdu }
+        }
+    }
+
+    public func receive(within microseconds: Int64) async throws(BearerError) -> [UInt8]? {
+        try socket.receive(within: microseconds)
+    }
+
+    public func now() async -> Int64 { SeqPacketSocket.now() }
+
+    public func wait(_ microseconds: Int64) async throws(BearerError) {
+        guard !socket.isClosed else { throw .closed }
+        try? await Task.sleep(nanoseconds: UInt64(max(0, microseconds)) * 1000)
+    }
+
+    public func close() async { socket.close() }
+}
+
+/// A `unix:` listener whose accepts and accepted links block the caller's thread (see
+/// `DirectUnixBearer`): `gattlab emulate --listen unix:` serves from it, one client at a time,
+/// in a process of its own. Code that serves in a process shared with other work (tests) uses
+/// `UnixSocketListener`, whose calls never hold a cooperative thread.
+public final class DirectUnixListener: ATTBearerListener, @unchecked Sendable {
+    private let listener: UnixSocketListener
+
+    public init(path: String) throws(BearerError) { listener = try UnixSocketListener(path: path) }
+
+    public var path: String { listener.path }
+    public var endpoint: String { listener.endpoint }
+    public func close() { listener.close() }
+
+    public func acceptClient(within microseconds: Int64) async -> (any ServedATTBearer)? {
+        listener.acceptBlocking(within: microseconds).map(DirectUnixBearer.init)
+    }
+}

@@ -125,6 +125,13 @@ public final class UnixSocketListener: @unchecked Sendable {
         return closed
     }
 
+    /// The next client on the caller's thread (see `DirectUnixListener`), or nil.
+    func acceptBlocking(within microseconds: Int64) -> BlockingUnixSocket? {
+        guard !isClosed, let revents = waitReadable(fd, within: microseconds), revents != 0 else { return nil }
+        let client = Glibc.accept(fd, nil, nil)
+        return client >= 0 ? BlockingUnixSocket(fd: client) : nil
+    }
+
     /// The next client, or nil when none connects within `microseconds`.
     public func accept(within microseconds: Int64) async -> UnixSocketBearer? {
         let fd = self.fd
