@@ -222,8 +222,9 @@ def fuzz_speed(args):
 
 
 def black_box_ops(args):
-    """Issue 18: ATT operations per second of a black-box campaign (discovery, flows, mutations,
-    one connection per input, every answer awaited and checked) against an emulator process."""
+    """Issue 18: ATT PDUs per second of a black-box campaign (discovery, flows, mutations, a link
+    kept between inputs where it is as a fresh one, every answer awaited and checked) against an
+    emulator process."""
     scratch = tempfile.mkdtemp(prefix="gattlab-bench-bb-")
     sock_path = os.path.join(scratch, "emu.sock")
     emulator = subprocess.Popen([args.gattlab, "emulate", "speaker", "--listen", f"unix:{sock_path}", "--speed", "1000", "--quiet"],
@@ -233,7 +234,7 @@ def black_box_ops(args):
             if os.path.exists(sock_path):
                 break
             time.sleep(0.01)
-        runs = max(2000, int(args.fuzz_seconds * 2000))
+        runs = max(10000, int(args.fuzz_seconds * 5000))
         argv = [args.gattlab, "fuzz", "device", "--target", f"unix:{sock_path}", "--speed", "1000", "--seed", "1", "--runs", str(runs),
                 "--format", "json", "--quiet", "--findings", os.path.join(scratch, "findings")]
         out = subprocess.run(argv, capture_output=True, text=True)

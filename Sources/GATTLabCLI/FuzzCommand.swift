@@ -272,7 +272,10 @@ struct FuzzCommand: ParsableCommand {
             if case .bluez = parsed, cap == nil { cap = 128 }
             let speed = speed
             return try GATTBlackBox.target(label: remote, timeout: timeout, maxPDUs: cap, seedScripts: scripts) {
-                ((try? parsed.link(security: "low", speed: speed).link) ?? UnixSocketLink(path: "/nonexistent"))
+                // The device is another process: its socket's calls may block the campaign's
+                // own thread (no dispatch hops), which every answer waits on anyway.
+                if case .unix(let path) = parsed { return DirectUnixLink(path: path, speed: speed) }
+                return ((try? parsed.link(security: "low", speed: speed).link) ?? UnixSocketLink(path: "/nonexistent"))
             } progress: { line in if !quiet { printError(line) } }
         }
 

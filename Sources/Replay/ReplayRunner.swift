@@ -126,6 +126,9 @@ final class Run: @unchecked Sendable {
     var tolerances: [String] = []
     /// The last folded run on each characteristic, to judge notifications after it.
     var lastFolds: [BluetoothUUID: ProgressFold] = [:]
+    /// The MTU the script's Exchange MTU agreed on this connection; nil before one (a recording
+    /// that began mid-connection does not say its MTU, so lengths are not judged against it).
+    var agreedMTU: Int?
     var progress: Bool { options.comparison == .progress }
 
     init(script: SessionScript, options: ReplayOptions, link: any TimedATTBearer & LinkControl, values: [Int: [UInt8]], esp: ESPLiveReplay?) {
@@ -252,6 +255,7 @@ final class Run: @unchecked Sendable {
             let asked = step.mtu ?? 23
             do {
                 let agreed = try await central.exchangeMTU(asked)
+                agreedMTU = Int(agreed)
                 o.observe("MTU \(agreed)")
                 compareResult(step, &o, error: nil)
                 if let expected = step.expect?.mtu, expected != agreed { o.diverge("recorded MTU \(expected), observed \(agreed)") }
@@ -355,6 +359,7 @@ final class Run: @unchecked Sendable {
             throw .failed("cannot connect\(why.map { ": \($0)" } ?? "")")
         }
         connected = true
+        agreedMTU = nil
         esp?.linkOpened()
         o.observe("connected")
     }
@@ -441,6 +446,21 @@ final class Run: @unchecked Sendable {
     }
 
     func read(_ handle: UInt16, _ step: ReplayStep, _ o: inout StepOutcome) async throws(Stop) {
+        if let offset = step.offset {
+            // One part of the value, as recorded: what a device answers past an offset is the point.
+            switch try await request(.readBlobRequest(handle: handle, offset: offset)) {
+            case .errorResponse(_, _, let e):
+                o.observe(e.description)
+                compareResult(step, &o, error: e)
+            case .readBlobResponse(let value):
+                o.observe("offset \(offset):")
+                compareResult(step, &o, error: nil)
+                compareValue(step, value, &o)
+            case let other:
+                o.diverge("unexpected answer \(ATTOpcode.name(for: other.opcode))")
+            }
+            return
+        }
         let first = try await request(.readRequest(handle: handle))
         switch first {
         case .errorResponse(_, _, let e):
@@ -519,6 +539,7 @@ final class Run: @unchecked Sendable {
         for i in run { budget = min(ReplayRunner.longestWait, budget + min(max(steps[i].timeout ?? 10_000_000, 0), ReplayRunner.longestWait)) }
         let deadline = await link.now() + budget
         var timedOut = false
+        var observedLengths: [Int] = []
         while !observed.reached(recorded) {
             let left = deadline - (await link.now())
             guard left > 0 else {
@@ -533,7 +554,9 @@ final class Run: @unchecked Sendable {
                 break
             }
             observed.add(value)
+            observedLengths.append(value.count)
         }
+        compareLengths(recorded: run.compactMap { steps[$0].expect?.value.flatMap(Hex.bytes)?.count }, observed: observedLengths, &o)
         lastFolds[uuid] = observed
         let kind = first.indication == true ? "indication" : "notification"
         o.observe("\(observed.summary) (\(observed.count) \(kind)\(observed.count == 1 ? "" : "s"), \(run.count) recorded)")
@@ -570,7 +593,28 @@ final class Run: @unchecked Sendable {
             o.diverge("no \(step.indication == true ? "indication" : "notification") within \(Double(timeout) / 1e6) s; recorded \(step.expect?.meaning ?? step.expect?.value ?? "one")")
             return
         }
+        compareLengths(recorded: [step.expect?.value.flatMap(Hex.bytes)?.count].compactMap { $0 }, observed: [value.count], &o)
         compareValue(step, value, &o)
+    }
+
+    /// A notification value longer than ATT_MTU - 3 breaks the ATT specification (Core Vol 3
+    /// Part F 3.4.7.1), whatever its content: a target that does it where the recorded device
+    /// did not diverges, and so does one that no longer does it where the recording did (a
+    /// fuzzing reproducer of that fault). Judged only where the script's exchange told the MTU.
+    func compareLengths(recorded: [Int], observed: [Int], _ o: inout StepOutcome) {
+        guard let mtu = agreedMTU else { return }
+        let recordedOver = recorded.filter { $0 > mtu - 3 }
+        let observedOver = observed.filter { $0 > mtu - 3 }
+        switch (recordedOver.max(), observedOver.max()) {
+        case (nil, let n?):
+            o.diverge("a \(n)-byte notification value on MTU \(mtu): longer than the MTU allows (at most \(mtu - 3) bytes)")
+        case (let n?, nil):
+            o.diverge("the recorded device sent a \(n)-byte notification value on MTU \(mtu) (longer than the MTU allows); this one kept to the MTU")
+        case (_?, let n?):
+            o.observe("a \(n)-byte notification value on MTU \(mtu), over the MTU as recorded")
+        case (nil, nil):
+            break
+        }
     }
 
     // MARK: Comparison

@@ -310,9 +310,20 @@ final class ConnectionSteps {
             name(&s, handle, e.info)
             append(s, waiting: true, table: table)
             openRead = steps.count - 1
-        case .readBlobRequest:
-            // Continues the open read; its joined value arrives as a long read.
-            pending = openRead
+        case .readBlobRequest(let handle, let offset):
+            var s = ReplayStep(.read, at: time)
+            name(&s, handle, e.info)
+            if let open = openRead, open == steps.count - 1, steps[open].characteristic == s.characteristic,
+               steps[open].descriptor == s.descriptor, steps[open].handle == s.handle {
+                // Continues the open read; its joined value arrives as a long read.
+                pending = openRead
+            } else {
+                // Part of a value read on its own (a fuzzing reproducer's Read Blob at an
+                // offset, a firmware bug past a value's end): a step that reads that part.
+                s.offset = offset
+                append(s, waiting: true, table: table)
+                openRead = nil
+            }
         case .writeRequest(let handle, let value) where e.info?.uuid.uuid16 == 0x2902 && e.info?.role == .descriptor:
             var s = ReplayStep(.subscribe, at: time)
             name(&s, handle, e.info)
@@ -422,6 +433,7 @@ final class ConnectionSteps {
         case .readResponse(let value), .readBlobResponse(let value):
             guard let p = pending, steps[p].action == .read else { return }
             if case .readResponse = pdu { setRead(p, value, table: table, reveal: reveal) }
+            if steps[p].offset != nil { setRead(p, value, table: table, reveal: reveal) }
         case .exchangeMTUResponse, .writeResponse, .executeWriteResponse:
             guard let p = pending else { return }
             if steps[p].expect?.result == nil {
@@ -449,7 +461,7 @@ final class ConnectionSteps {
     }
 
     func longReadJoined(handle: UInt16, info: HandleInfo?, value: [UInt8], table: AttributeTable?, reveal: Bool) {
-        guard let i = steps.lastIndex(where: { $0.action == .read }) else { return }
+        guard let i = steps.lastIndex(where: { $0.action == .read }), steps[i].offset == nil else { return }
         let uuid = info?.role == .value ? info?.uuid : nil
         setReadValue(i, value, uuid: uuid, endpoint: table?.userDescriptions[handle], reveal: reveal)
     }

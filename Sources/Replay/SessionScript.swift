@@ -127,6 +127,8 @@ public struct ReplayStep: Codable, Sendable, Hashable {
     public var method: WriteMethod?
     /// Exchange MTU: what the phone asked for.
     public var mtu: UInt16?
+    /// Read: a Read Blob of the value from this offset on, one part (absent: the whole value).
+    public var offset: UInt16?
     /// Discover: the recording read the user descriptions (0x2901), as ESP-IDF apps do.
     public var readsDescriptions: Bool?
     public var indication: Bool?

@@ -153,8 +153,10 @@ public struct DeviceMap: Sendable {
     /// Discovers the target over `link` (connected here, and hung up at the end): Exchange MTU,
     /// primary services, characteristics, descriptors, user descriptions and a read of every
     /// readable value. A read refused for want of encryption makes the link encrypted (as a
-    /// phone pairs when asked) and marks the map so.
-    public static func discover(_ link: any TimedATTBearer & LinkControl, timeout: Int64) async throws(CentralError) -> DeviceMap {
+    /// phone pairs when asked) and marks the map so. With `tableOnly`, only the table and the
+    /// user descriptions: what a reproducer's capture needs to replay by UUID, without reads of
+    /// values that earlier inputs changed (a replay on a fresh device would differ there first).
+    public static func discover(_ link: any TimedATTBearer & LinkControl, timeout: Int64, tableOnly: Bool = false) async throws(CentralError) -> DeviceMap {
         let central = ScriptedCentral(bearer: link, transactionTimeout: timeout)
         await central.connect()
         guard await central.isConnected() else { throw .bearer(.closed) }
@@ -170,7 +172,7 @@ public struct DeviceMap: Sendable {
                 names[owner.valueHandle] = String(decoding: value.prefix(64), as: UTF8.self)
             }
         }
-        for c in table.characteristics.values.sorted(by: { $0.valueHandle < $1.valueHandle }) where c.properties & 0x02 != 0 {
+        for c in table.characteristics.values.sorted(by: { $0.valueHandle < $1.valueHandle }) where c.properties & 0x02 != 0 && !tableOnly {
             var answer = try await central.request(.readRequest(handle: c.valueHandle))
             if case .errorResponse(_, _, let e) = answer, !encrypted,
                DeviceMap.asksForEncryption(e) {
@@ -182,7 +184,7 @@ public struct DeviceMap: Sendable {
         }
         // Disabling a CCCD changes nothing on the device and shows whether it needs encryption
         // (the nRF7 provisioning service's do).
-        for (handle, uuid) in table.descriptors.sorted(by: { $0.key < $1.key }) where uuid.uuid16 == 0x2902 && !encrypted {
+        for (handle, uuid) in table.descriptors.sorted(by: { $0.key < $1.key }) where uuid.uuid16 == 0x2902 && !encrypted && !tableOnly {
             let answer = try await central.request(.writeRequest(handle: handle, value: [0, 0]))
             if case .errorResponse(_, _, let e) = answer, DeviceMap.asksForEncryption(e) {
                 await central.encrypt()

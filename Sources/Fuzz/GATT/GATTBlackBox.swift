@@ -57,23 +57,63 @@ public enum GATTBlackBox {
             execute: { input, f in
                 let ops = GATTInput.decode(input)
                 return blocking {
+                    // The link the previous input left up, where it is as a fresh link would
+                    // be (its MTU decides how much of each value is sent): this input starts
+                    // with the Exchange MTU that link made (taken as made), or neither exchanges.
+                    if let kept = state.takeKept() {
+                        let done = ops.first.map { kept.madeExchange($0) } == true ? 1 : 0
+                        if done == 1 || (ops.first?.kind != .exchangeMTU && kept.isAsNew) {
+                            let session = GATTSession(kept: kept, state: state, features: f)
+                            let outcome = await session.run(ops, done: done)
+                            state.keep(await session.keep(after: outcome))
+                            guard outcome.isFinding else { return outcome }
+                            // A finding must show on a fresh link too, as minimising and
+                            // confirming will run it; else it needed what the last input left on
+                            // the link, and is not this input's.
+                        } else {
+                            await kept.link.close()
+                        }
+                    }
                     let session = GATTSession(link: connect(), state: state, features: f)
                     let outcome = await session.run(ops)
-                    await session.link.close()
+                    state.keep(await session.keep(after: outcome))
                     return outcome
                 }
             },
             artifact: { path in
-                // The minimised input once more, recorded with a discovery first, so the capture
-                // carries the table and replays by UUID.
+                // What the finding needs of earlier inputs (the write that stored a disclosed
+                // password) goes first, so the reproducer shows the fault on a device powered on
+                // afresh; the saved input says so too.
+                let needed = state.lastNeeded()
+                var operations = GATTInput.decode(FileManager.default.contents(atPath: path).map { Array($0) } ?? [])
+                if !needed.isEmpty {
+                    operations = needed + operations
+                    try? Data(GATTInput.encode(operations)).write(to: URL(fileURLWithPath: path))
+                    if let note = try? String(contentsOfFile: path + ".txt", encoding: .utf8) {
+                        let added = "state: the input starts with \(needed.count) write\(needed.count == 1 ? "" : "s") an earlier input made (\(needed.map(\.description).joined(separator: ", "))), which the finding needs\n"
+                        try? (note + added).write(toFile: path + ".txt", atomically: true, encoding: .utf8)
+                    }
+                }
+                // The input once more, recorded after a discovery of the table (no value reads:
+                // values earlier inputs changed would differ on a fresh device before the fault
+                // does), so the capture replays by UUID.
+                let run = operations
                 let outcome: (FuzzOutcome, Recording) = blocking {
-                    let link = RecordingLink(connect())
-                    // A device that just crashed takes a moment to accept again: wait for it, so
+                    // A device serves one central at a time: the link the last input kept goes first.
+                    if let kept = state.takeKept() { await kept.link.close() }
+                    // A device that just crashed takes a moment to accept again, and may drop a
+                    // link it took while it restarts: up to three tries, each recorded afresh, so
                     // the capture starts with a whole discovery.
-                    if await GATTSession.connect(link) { _ = try? await DeviceMap.discover(link, timeout: timeout) }
+                    var link = RecordingLink(connect())
+                    for attempt in 1...3 {
+                        if await GATTSession.connect(link), (try? await DeviceMap.discover(link, timeout: timeout, tableOnly: true)) != nil { break }
+                        await link.close()
+                        guard attempt < 3 else { break }
+                        try? await Task.sleep(nanoseconds: 300_000_000)
+                        link = RecordingLink(connect())
+                    }
                     let session = GATTSession(link: link, state: state, features: Features())
-                    let input = FileManager.default.contents(atPath: path).map { Array($0) } ?? []
-                    let outcome = await session.run(GATTInput.decode(input))
+                    let outcome = await session.run(run)
                     await link.close()
                     return (outcome, await link.recording())
                 }
@@ -90,15 +130,17 @@ public enum GATTBlackBox {
         return (target, reporter)
     }
 
-    /// Runs async work to completion from the engine's synchronous loop.
+    /// Runs async work to completion from the engine's synchronous loop, on the engine's own
+    /// thread (`CallerThreadExecutor`): an input costs no thread switch where its awaits complete
+    /// at once, as the direct `unix:` link's system calls do.
     static func blocking<T: Sendable>(_ work: @escaping @Sendable () async -> T) -> T {
         let box = BlockingBox<T>()
-        let done = DispatchSemaphore(value: 0)
-        Task {
+        let executor = CallerThreadExecutor()
+        Task(executorPreference: executor) {
             box.value = await work()
-            done.signal()
+            executor.finish()
         }
-        done.wait()
+        executor.runUntilFinished()
         return box.value!
     }
 
@@ -110,9 +152,47 @@ public enum GATTBlackBox {
     }
 }
 
-/// A result handed from a task to the thread that waits for it: written before the semaphore
-/// is signalled, read after.
+/// A result handed from a task to the thread that waits for it: written before the task says it
+/// finished, read after.
 final class BlockingBox<T>: @unchecked Sendable { var value: T? }
+
+/// A task executor whose jobs run on the thread that waits for the task (`runUntilFinished`):
+/// jobs enqueued from elsewhere (a timer's, an actor's hop back) wake that thread. Handing each
+/// input to Swift's thread pool and back cost two thread switches, as much as a PDU's round trip.
+final class CallerThreadExecutor: TaskExecutor, @unchecked Sendable {  // guarded by condition
+    private let condition = NSCondition()
+    private var jobs: [UnownedJob] = []
+    private var finished = false
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        condition.lock()
+        jobs.append(job)
+        condition.signal()
+        condition.unlock()
+    }
+
+    func finish() {
+        condition.lock()
+        finished = true
+        condition.signal()
+        condition.unlock()
+    }
+
+    /// Runs the jobs as they come until `finish()`.
+    func runUntilFinished() {
+        while true {
+            condition.lock()
+            while jobs.isEmpty, !finished { condition.wait() }
+            let batch = jobs
+            jobs.removeAll(keepingCapacity: true)
+            let done = finished && batch.isEmpty
+            condition.unlock()
+            if done { return }
+            for job in batch { job.runSynchronously(on: asUnownedTaskExecutor()) }
+        }
+    }
+}
 
 /// The campaign's report, read when it ends.
 public final class GATTCampaignReporter: @unchecked Sendable {

@@ -38,37 +38,64 @@ final class GATTCampaignState: @unchecked Sendable {  // guarded by lock
         }
     }
 
-    private var passwords: [(Int, [UInt8])] = []
+    private var passwords: [(index: Int, secret: [UInt8], write: GATTOperation)] = []
 
     /// The password in a value the device accepted on characteristic `index` (at least 8 bytes:
-    /// shorter ones are found by chance), kept for the campaign: the 64 latest.
-    func keepSecret(in value: [UInt8], of index: Int) {
+    /// shorter ones are found by chance), kept for the campaign with the operation that wrote
+    /// it: the 64 latest.
+    func keepSecret(in value: [UInt8], of index: Int, writtenBy write: GATTOperation) {
         guard let secret = GATTValues.secret(in: value, role: map.characteristics[index].role), secret.count >= 8 else { return }
         lock.withLock {
-            if passwords.contains(where: { $0.0 == index && $0.1 == secret }) { return }
-            passwords.append((index, secret))
+            if passwords.contains(where: { $0.index == index && $0.secret == secret }) { return }
+            passwords.append((index, secret, write))
             if passwords.count > 64 { passwords.removeFirst() }
+            // A characteristic written with it before it was known as a password shows its own write.
+            for (c, values) in writes where values.contains(where: { GATTSession.containsWindow(of: secret, width: 8, in: $0) }) {
+                writtenElsewhere.insert([UInt8(truncatingIfNeeded: c >> 8), UInt8(truncatingIfNeeded: c)] + secret)
+            }
         }
     }
 
-    func secrets() -> [(Int, [UInt8])] { lock.withLock { passwords } }
+    func secrets() -> [(index: Int, secret: [UInt8], write: GATTOperation)] { lock.withLock { passwords } }
+
+    /// What the last execution's finding needed of earlier inputs: the writes that put the
+    /// disclosed password on the device. A reproducer starts with them, so that it shows the
+    /// fault on a device powered on afresh and not only on the one the campaign left so.
+    private var needed: [GATTOperation] = []
+
+    func setNeeded(_ operations: [GATTOperation]) { lock.withLock { needed = operations } }
+    func lastNeeded() -> [GATTOperation] { lock.withLock { needed } }
 
     /// Values written to each characteristic, the 8 latest: what a characteristic shows of its
     /// own writes is no disclosure.
     private var writes: [Int: [[UInt8]]] = [:]
+
+    /// Passwords of `passwords` that some write put on another characteristic (index, secret):
+    /// kept for the campaign, as the device keeps what was written however long ago.
+    private var writtenElsewhere: Set<[UInt8]> = []
 
     func noteWrite(_ value: [UInt8], to index: Int) {
         guard value.count >= 8 else { return }
         lock.withLock {
             writes[index, default: []].append(value)
             if writes[index]!.count > 8 { writes[index]!.removeFirst() }
+            for p in passwords where GATTSession.containsWindow(of: p.secret, width: 8, in: value) {
+                writtenElsewhere.insert([UInt8(truncatingIfNeeded: index >> 8), UInt8(truncatingIfNeeded: index)] + p.secret)
+            }
         }
     }
 
     func wasWritten(_ secret: [UInt8], to index: Int) -> Bool {
-        let values = lock.withLock { writes[index] ?? [] }
-        return values.contains { GATTSession.containsWindow(of: secret, width: 8, in: $0) }
+        let (values, ever) = lock.withLock {
+            (writes[index] ?? [], writtenElsewhere.contains([UInt8(truncatingIfNeeded: index >> 8), UInt8(truncatingIfNeeded: index)] + secret))
+        }
+        return ever || values.contains { GATTSession.containsWindow(of: secret, width: 8, in: $0) }
     }
+
+    /// The link the last input left up for the next (see `GATTSession.keep`).
+    private var keptLink: KeptLink?
+    func keep(_ link: KeptLink?) { lock.withLock { keptLink = link } }
+    func takeKept() -> KeptLink? { lock.withLock { defer { keptLink = nil }; return keptLink } }
 
     func setLast(_ r: Recording) { lock.withLock { recording = r } }
     func last() -> Recording? { lock.withLock { recording } }
@@ -95,7 +122,18 @@ final class GATTSession: @unchecked Sendable {
     var written: [(index: Int, value: [UInt8])] = []
     var budget: Int
     /// The step being run, for findings: "step 3 (write to speaker OTA control, 2 bytes, in URL_RECEIVED)".
-    var step = ""
+    var step: String {
+        guard let c = current else { return "the end of the input" }
+        let value = c.op.value.isEmpty ? "" : ", \(c.op.value.count) bytes \(Self.hex(c.op.value))"
+        return "step \(c.number) of \(c.total) (\(c.op.kind) \(c.label)\(value), in state \(c.state))"
+    }
+    /// What `step` tells, kept as parts: the sentence is built only when a finding needs it.
+    private var current: (number: Int, total: Int, op: GATTOperation, label: String, state: String)?
+
+    /// Whether this link was encrypted.
+    var encrypted = false
+    /// The link came from the previous input (`KeptLink`), already up.
+    let inherited: Bool
 
     init(link: any TimedATTBearer & LinkControl, state: GATTCampaignState, features: Features) {
         self.link = link
@@ -103,6 +141,40 @@ final class GATTSession: @unchecked Sendable {
         self.features = features
         observer = ProtocolObserver(map: state.map)
         budget = state.maxPDUs ?? Int.max
+        inherited = false
+    }
+
+    /// A session on the link the previous input left up, with what that link agreed.
+    init(kept: KeptLink, state: GATTCampaignState, features: Features) {
+        link = kept.link
+        self.state = state
+        self.features = features
+        observer = ProtocolObserver(map: state.map)
+        budget = state.maxPDUs ?? Int.max
+        inherited = true
+        mtu = kept.mtu
+        largestMTU = kept.largestMTU
+        clientMTU = kept.clientMTU
+        exchanged = kept.exchanged
+        encrypted = kept.encrypted
+    }
+
+    private func encryptLink() async {
+        await link.encrypt()
+        encrypted = true
+    }
+
+    /// The link for the next input, when this one left it in a state the next may start from:
+    /// up, no finding, nothing queued (Prepare Writes, an answer to an unknown opcode still due,
+    /// a protocol under way whose notifications would reach the next input's observer), and
+    /// encrypted as the campaign wants. Else nil, and the link is closed.
+    func keep(after outcome: FuzzOutcome) async -> KeptLink? {
+        if !outcome.isFinding, prepared == 0, lateErrors.isEmpty, pending == nil, queuedReboot == nil, !observer.inProgress,
+           !observer.dropExpected, encrypted == state.needsEncryption, await link.isConnected() {
+            return KeptLink(link: link, mtu: mtu, largestMTU: largestMTU, clientMTU: clientMTU, exchanged: exchanged, encrypted: encrypted)
+        }
+        await link.close()
+        return nil
     }
 
     /// Connects, retrying for up to two seconds of wall time: a device that rebooted takes a
@@ -120,17 +192,31 @@ final class GATTSession: @unchecked Sendable {
         }
     }
 
-    func run(_ operations: [GATTOperation]) async -> FuzzOutcome {
-        guard await Self.connect(link) else {
-            return .finding(kind: "target-gone", detail: "the target no longer accepts connections (it died or hangs)")
+    /// Writes of earlier inputs that this run's finding needs (see `GATTCampaignState.lastNeeded`).
+    var needs: [GATTOperation] = []
+
+    /// Runs `operations`; the first `done` of them are taken as done already (an Exchange MTU
+    /// the kept link made with the same MTU).
+    func run(_ operations: [GATTOperation], done: Int = 0) async -> FuzzOutcome {
+        let outcome = await runSteps(operations, done: done)
+        state.setNeeded(outcome.isFinding ? needs : [])
+        return outcome
+    }
+
+    private func runSteps(_ operations: [GATTOperation], done: Int) async -> FuzzOutcome {
+        if !inherited {
+            guard await Self.connect(link) else {
+                return .finding(kind: "target-gone", detail: "the target no longer accepts connections (it died or hangs)")
+            }
+            if state.needsEncryption { await encryptLink() }
         }
-        if state.needsEncryption { await link.encrypt() }
-        for (i, op) in operations.enumerated() {
+        for (i, op) in operations.enumerated() where i >= done {
             guard budget > 0 else { break }
             let outcome = await perform(op, number: i + 1, of: operations.count)
             if outcome.isFinding { return outcome }
         }
-        step = "the end of the input"
+        if observer.dropOwed, case .finding(let k, let d) = await awaitReboot() { return .finding(kind: k, detail: d) }
+        current = nil
         let end = await probe()
         if end.isFinding { return end }
         return scanOracle()
@@ -151,7 +237,7 @@ final class GATTSession: @unchecked Sendable {
         case .raw: label = "raw ATT 0x" + String(op.value.first ?? 0, radix: 16)
         default: label = characteristic.map { map.characteristics[$0].label } ?? "characteristics"
         }
-        step = "step \(number) of \(total) (\(op.kind) \(label)\(op.value.isEmpty ? "" : ", \(op.value.count) bytes \(Self.hex(op.value))"), in state \(before))"
+        current = (number, total, op, label, before)
         features.add(20, UInt64(op.kind.rawValue) << 32 | UInt64(op.target) << 16 | Features.lengthClass(op.value.count))
         features.add(21, Features.hash(before) ^ UInt64(op.kind.rawValue) << 8 ^ UInt64(characteristic ?? 0xFF))
         var answer = GATTCoverage.Answer.ok
@@ -169,7 +255,11 @@ final class GATTSession: @unchecked Sendable {
             if !outcome.isFinding, case .ok = answer {
                 written.append((c, value))
                 observer.accepted(value, on: c)
-                state.keepSecret(in: value, of: c)
+                // As a reproducer would write it again from a fresh link (MTU 23): a long write
+                // when it does not fit one PDU there.
+                let again = value.count <= 20 ? GATTOperation(op.kind, target: UInt8(truncatingIfNeeded: c), value: value)
+                                              : GATTOperation(.longWrite, target: UInt8(truncatingIfNeeded: c), value: value)
+                state.keepSecret(in: value, of: c, writtenBy: again)
             }
             state.noteWrite(value, to: c)
         case .read:
@@ -190,11 +280,14 @@ final class GATTSession: @unchecked Sendable {
             guard let c = characteristic else { return .ok }
             var whole: [UInt8] = []
             for _ in 0...Int(op.extra) { whole += op.value }
-            outcome = await longWrite(whole, to: c, answer: &answer)
+            outcome = await longWrite(whole, to: c, answer: &answer,
+                                      writtenBy: GATTOperation(.longWrite, target: UInt8(truncatingIfNeeded: c), value: op.value, extra: op.extra))
         case .prepareFlood:
             guard let c = characteristic else { return .ok }
             // Full parts: a flood is about how much the device keeps.
             let piece = Array((op.value + [UInt8](repeating: 0x41, count: max(0, mtu - 5 - op.value.count))).prefix(mtu - 5))
+            // An Execute later (this input's or another's) may write the queued parts.
+            state.noteWrite(piece, to: c)
             var offset = 0
             var result = FuzzOutcome.ok
             for _ in 0..<((Int(op.extra) + 1) * 32) {
@@ -215,11 +308,12 @@ final class GATTSession: @unchecked Sendable {
             let value: [UInt8] = map.characteristics[c].canNotify ? [1, 0] : [2, 0]
             outcome = await exchange(ATTPDU.writeRequest(handle: cccd, value: value).encode(), answer: &answer)
         case .exchangeMTU:
-            let asked = op.value.count >= 2 ? UInt16(op.value[0]) | UInt16(op.value[1]) << 8 : 23
+            let asked = UInt16(Self.clientMTU(of: op))
             clientMTU = Int(asked)
             outcome = await exchange(ATTPDU.exchangeMTURequest(clientRxMTU: asked).encode(), answer: &answer)
         case .reconnect:
             await link.close()
+            encrypted = false
             mtu = 23
             largestMTU = 23
             exchanged = false
@@ -228,7 +322,7 @@ final class GATTSession: @unchecked Sendable {
                 answer = .dropped
                 return .finding(kind: "target-gone", detail: "the device no longer accepts connections after \(step)")
             }
-            if state.needsEncryption { await link.encrypt() }
+            if state.needsEncryption { await encryptLink() }
             outcome = .ok
         case .wait:
             let doublings = Int64(min(op.extra, GATTOperation.maxWaitExtra))
@@ -238,17 +332,23 @@ final class GATTSession: @unchecked Sendable {
             let pdu = Array(op.value.prefix(mtu))
             guard let opcode = pdu.first, opcode != 0 else { return .ok }  // 0x00 is the unix: control prefix, not ATT
             // A write in raw form is still a write (a REBOOT sent so is expected to drop the link).
-            if opcode == 0x12 || opcode == 0x52, pdu.count >= 3,
+            if opcode == 0x12 || opcode == 0x52 || opcode == 0x16, pdu.count >= 3,
                let c = map.characteristics.firstIndex(where: { $0.valueHandle == UInt16(pdu[1]) | UInt16(pdu[2]) << 8 }) {
-                observer.sent(Array(pdu.dropFirst(3)), on: c)
+                if opcode != 0x16 { observer.sent(Array(pdu.dropFirst(3)), on: c) }
+                state.noteWrite(Array(pdu.dropFirst(opcode == 0x16 ? 5 : 3)), to: c)
             }
             outcome = await exchange(pdu, answer: &answer)
         }
         return outcome
     }
 
+    /// The MTU an Exchange MTU operation asks for (23 when its value is shorter than 2 bytes).
+    static func clientMTU(of op: GATTOperation) -> Int {
+        op.value.count >= 2 ? Int(UInt16(op.value[0]) | UInt16(op.value[1]) << 8) : 23
+    }
+
     /// Prepare Writes cut at MTU-5, then Execute; a refusal cancels the queue, as a phone does.
-    private func longWrite(_ value: [UInt8], to c: Int, answer: inout GATTCoverage.Answer) async -> FuzzOutcome {
+    private func longWrite(_ value: [UInt8], to c: Int, answer: inout GATTCoverage.Answer, writtenBy op: GATTOperation) async -> FuzzOutcome {
         let handle = map.characteristics[c].valueHandle
         var offset = 0
         let part = max(1, mtu - 5)
@@ -267,7 +367,7 @@ final class GATTSession: @unchecked Sendable {
         if !outcome.isFinding, case .ok = answer {
             written.append((c, value))
             observer.accepted(value, on: c)
-            state.keepSecret(in: value, of: c)
+            state.keepSecret(in: value, of: c, writtenBy: op)
         }
         state.noteWrite(value, to: c)
         return outcome
@@ -293,6 +393,7 @@ final class GATTSession: @unchecked Sendable {
     private func exchange(_ pdu: [UInt8], answer: inout GATTCoverage.Answer, value: inout [UInt8]?) async -> FuzzOutcome {
         guard let opcode = pdu.first else { return .ok }
         budget -= 1
+        state.coverage.sentPDU()
         // A REBOOT can arrive queued: a Prepare Write of it, then an Execute (a drop then is
         // the answer, as for a plain write of it).
         if opcode == 0x16, pdu.count >= 6, pdu[3] == 0, pdu[4] == 0,
@@ -319,7 +420,7 @@ final class GATTSession: @unchecked Sendable {
         guard let reply else {
             if expected == nil {
                 // Its Request Not Supported may still come: not to be taken for the next answer.
-                if lateErrors.count < 16 { lateErrors.insert(opcode) }
+                if lateErrors.count < 16 { lateErrors.append(opcode) }
                 return .ok
             }
             answer = .timeout
@@ -387,7 +488,10 @@ final class GATTSession: @unchecked Sendable {
                 if case .finding(let k, let d) = serverInitiated(pdu) { pending = .finding(kind: k, detail: d) }
                 continue
             }
-            if pdu.count == 5, pdu[0] == 0x01, lateErrors.remove(pdu[1]) != nil { continue }
+            if pdu.count == 5, pdu[0] == 0x01, let i = lateErrors.firstIndex(of: pdu[1]) {
+                lateErrors.remove(at: i)
+                continue
+            }
             return pdu
         }
     }
@@ -396,9 +500,9 @@ final class GATTSession: @unchecked Sendable {
     var pending: FuzzOutcome?
     /// The speaker control characteristic, when a REBOOT sits in the device's prepare queue.
     var queuedReboot: Int?
-    /// Opcodes no specification has, sent and not yet answered: an Error Response for one is
-    /// that late answer.
-    var lateErrors = Set<UInt8>()
+    /// Opcodes no specification has, sent and not yet answered, once per sending (the same one
+    /// sent twice is answered twice): an Error Response for one is that late answer.
+    var lateErrors: [UInt8] = []
 
     private func serverInitiated(_ pdu: [UInt8]) -> FuzzOutcome {
         guard pdu.count >= 3 else { return violation("a \(pdu.count)-byte notification (it needs a handle) near \(step)") }
@@ -448,6 +552,24 @@ final class GATTSession: @unchecked Sendable {
         return pending ?? .ok
     }
 
+    /// Waits up to a second of device time for the drop of a REBOOT the device accepted (it
+    /// answers first, then resets), following notifications meanwhile.
+    private func awaitReboot() async -> FuzzOutcome {
+        let deadline = await link.now() + 1_000_000
+        while observer.dropOwed {
+            let left = deadline - (await link.now())
+            guard left > 0 else { break }
+            do {
+                guard let pdu = try await link.receive(within: left) else { break }
+                if pdu.first == 0x1D { try? await link.send([0x1E]) }
+                if pdu.first == 0x1B || pdu.first == 0x1D, case .finding(let k, let d) = serverInitiated(pdu) { return .finding(kind: k, detail: d) }
+            } catch {
+                return await dropped("after \(step)")
+            }
+        }
+        return .ok
+    }
+
     /// The end of an input: a request that any server answers (Find Information on handle 1),
     /// so a device that died or hangs after the last step shows it now and not in the next input.
     private func probe() async -> FuzzOutcome {
@@ -466,8 +588,10 @@ final class GATTSession: @unchecked Sendable {
         let target = map.characteristics[c]
         // Passwords written in this input or an earlier one (a device keeps them): none may be
         // shown by another characteristic.
-        for (index, secret) in state.secrets() where index != c && Self.containsWindow(of: secret, width: 8, in: value)
+        for (index, secret, write) in state.secrets() where index != c && Self.containsWindow(of: secret, width: 8, in: value)
             && !state.wasWritten(secret, to: c) && !written.contains(where: { $0.index == c && Self.containsWindow(of: secret, width: 8, in: $0.value) }) {
+            // The password may have come from an earlier input: the reproducer writes it first.
+            if !written.contains(where: { $0.index == index && Self.containsWindow(of: secret, width: 8, in: $0.value) }) { needs = [write] }
             return .finding(kind: "secret-disclosed", detail: "\(target.label) showed a password written to \(map.characteristics[index].label) (\(secret.count) bytes), at \(step)")
         }
         for (index, w) in written where index != c {
@@ -484,14 +608,17 @@ final class GATTSession: @unchecked Sendable {
 
     /// Whether any `width` consecutive bytes of `secret` appear in `value` (a read may cut it).
     static func containsWindow(of secret: [UInt8], width: Int, in value: [UInt8]) -> Bool {
-        guard secret.count >= width else { return false }
-        for start in 0...(secret.count - width) where contains(value, Array(secret[start..<start + width])) { return true }
+        guard secret.count >= width, value.count >= width else { return false }
+        for start in 0...(secret.count - width) where contains(value, secret[start..<start + width]) { return true }
         return false
     }
 
-    static func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
-        guard !needle.isEmpty, haystack.count >= needle.count else { return false }
-        for i in 0...(haystack.count - needle.count) where haystack[i] == needle[0] && Array(haystack[i..<i + needle.count]) == needle {
+    /// Whether `needle` occurs in `haystack`; compares in place (this runs on every value read
+    /// or notified, against every password of the campaign).
+    static func contains(_ haystack: [UInt8], _ needle: some Collection<UInt8>) -> Bool {
+        let n = needle.count
+        guard n > 0, haystack.count >= n, let first = needle.first else { return false }
+        for i in 0...(haystack.count - n) where haystack[i] == first && haystack[i..<i + n].elementsEqual(needle) {
             return true
         }
         return false
@@ -513,10 +640,11 @@ final class GATTSession: @unchecked Sendable {
     private func dropped(_ when: String) async -> FuzzOutcome {
         if observer.dropExpected {
             await link.close()
+            encrypted = false
             guard await Self.connect(link) else {
                 return .finding(kind: "target-gone", detail: "the device did not accept a connection within 2 s after it was asked to reboot (\(step))")
             }
-            if state.needsEncryption { await link.encrypt() }
+            if state.needsEncryption { await encryptLink() }
             observer.reconnected()
             mtu = 23
             largestMTU = 23
@@ -532,6 +660,27 @@ final class GATTSession: @unchecked Sendable {
     static func hex(_ bytes: [UInt8]) -> String {
         let shown = bytes.prefix(12).map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
         return bytes.count > 12 ? shown + "…" : shown
+    }
+}
+
+/// A link an input left up for the next one (see `GATTSession.keep`), with what it agreed: a new
+/// connection per input costs more than most inputs' operations together.
+struct KeptLink: @unchecked Sendable {  // used by one task at a time, as its session was
+    let link: any TimedATTBearer & LinkControl
+    let mtu: Int
+    let largestMTU: Int
+    let clientMTU: Int
+    let exchanged: Bool
+    let encrypted: Bool
+
+    /// No MTU was exchanged on it: a fresh link's MTU.
+    var isAsNew: Bool { !exchanged && largestMTU == 23 && mtu == 23 }
+
+    /// Whether `op` is the Exchange MTU this link made first (the same client MTU): a fresh link
+    /// is, after it, where this one is.
+    func madeExchange(_ op: GATTOperation) -> Bool {
+        guard op.kind == .exchangeMTU, exchanged, largestMTU == mtu else { return false }
+        return GATTSession.clientMTU(of: op) == clientMTU
     }
 }
 

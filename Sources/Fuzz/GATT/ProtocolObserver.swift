@@ -88,10 +88,15 @@ struct ProtocolObserver {
     /// The link came back after an expected drop. A device told to reboot stays expected to
     /// drop for the rest of the input: a second REBOOT, or one that lands after the link came
     /// back, drops it again (a crash after a REBOOT in the same input is then not told).
-    mutating func reconnected() {}
+    mutating func reconnected() { dropOwed = false }
+
+    /// A REBOOT the device accepted and whose drop has not come yet: the device resets a moment
+    /// after it answers, and that drop belongs to this input, not to the next one's first step.
+    private(set) var dropOwed = false
 
     /// A write the device accepted: the states a write alone reaches.
     mutating func accepted(_ value: [UInt8], on index: Int) {
+        if map.characteristics[index].role == .speakerControl, value.first == SpeakerOTA.Command.reboot.rawValue { dropOwed = true }
         if map.characteristics[index].role == .sensorScan, value == SensorScan.request {
             state = "scan requested"
             joiner = SensorScan.Joiner()
@@ -116,7 +121,14 @@ public final class GATTCoverage: @unchecked Sendable {  // guarded by lock
 
     private let lock = NSLock()
     private var rows: [String: Row] = [:]
-    public private(set) var operations = 0
+    /// Inputs' steps counted in the rows.
+    public private(set) var steps = 0
+    /// ATT PDUs sent by the inputs: requests, commands, every part of a long write or a Prepare
+    /// Write flood, the probe at each input's end.
+    public var operations: Int { lock.withLock { pdus } }
+    private var pdus = 0
+
+    func sentPDU() { lock.withLock { pdus += 1 } }
 
     public init() {}
 
@@ -124,7 +136,7 @@ public final class GATTCoverage: @unchecked Sendable {  // guarded by lock
 
     func count(_ characteristic: String, state: String, _ answer: Answer) {
         lock.withLock {
-            operations += 1
+            steps += 1
             let key = characteristic + "\u{1}" + state
             var row = rows[key] ?? Row(characteristic: characteristic, state: state)
             row.sent += 1
