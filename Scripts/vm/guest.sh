@@ -224,8 +224,8 @@ if [ -n "$PID_PEER" ]; then
   PID_PEER=""
 fi
 
-# Black-box fuzzing through the kernel stack: one new LE link per input (the central ends each
-# with an HCI Disconnect). The healthy speaker and sensor (nothing to find), then each with a
+# Black-box fuzzing through the kernel stack (`fuzz run device`: discovery, then inputs aimed by
+# UUID; a new LE link for each input that needs a fresh one, ended with an HCI Disconnect). The healthy speaker and sensor (nothing to find), then each with a
 # planted bug: ssid-overflow (a long SSID crashes the speaker's firmware, which resets and drops
 # the link) and split-line-loss (the sensor loses a network split across notifications, so its
 # SCAN answer depends on the MTU).
@@ -246,10 +246,11 @@ fuzz_campaign() {  # fuzz_campaign NAME TARGET RUNS EMULATOR-ARGS...
 FUZZ_SPEED=10
 FUZZ_MAX_PDUS=32  # ~10 ms a PDU here with three captures: an input stays under a second
 if [ ! -f "$WORK/fuzz.off" ]; then  # VM_FUZZ=0 leaves them out (a quicker run while working on the harness)
-  fuzz_campaign speaker-healthy device-speaker 150 speaker
-  fuzz_campaign speaker-ssid-overflow device-speaker 300 speaker --quirk ssid-overflow
-  fuzz_campaign sensor-healthy device-sensor 40 sensor
-  fuzz_campaign sensor-split-line-loss device-sensor 300 sensor --quirk split-line-loss
+  # `device`: the campaign discovers the table and aims by UUID, as against any device.
+  fuzz_campaign speaker-healthy device 150 speaker
+  fuzz_campaign speaker-ssid-overflow device 300 speaker --quirk ssid-overflow
+  fuzz_campaign sensor-healthy device 40 sensor
+  fuzz_campaign sensor-split-line-loss device 300 sensor --quirk split-line-loss
 fi
 
 sleep 1
