@@ -178,12 +178,15 @@ public final class Campaign {
                     foundKinds.insert(kind)
                     let file = try Storage.writeFinding(minimal, kind: kind, detail: detail, target: target.name, quirks: quirks,
                                                         remote: target.remote, to: options.findings)
+                    var length = minimal.count
                     if let save = target.artifact {
                         // The minimized input once more, so the artifact shows it.
                         _ = target.execute(minimal, Features())
                         save(file)
+                        // The artifact may have put first what the input needs of earlier ones.
+                        length = (try? FileManager.default.attributesOfItem(atPath: file)[.size] as? Int) ?? length
                     }
-                    findings.append(FindingRecord(kind: kind, detail: detail, file: file, inputLength: minimal.count, afterRuns: runs))
+                    findings.append(FindingRecord(kind: kind, detail: detail, file: file, inputLength: length, afterRuns: runs))
                     progress("finding \(kind) after \(runs) runs: \(detail)\n  reproducer: \(file)  (\(Storage.reproduceCommand(file, remote: target.remote)))")
                 }
                 if !options.keepGoing { break }

@@ -453,7 +453,7 @@ final class Run: @unchecked Sendable {
                 o.observe(e.description)
                 compareResult(step, &o, error: e)
             case .readBlobResponse(let value):
-                o.observe("offset \(offset):")
+                o.observe("Read Blob at offset \(offset): \(value.count) bytes")
                 compareResult(step, &o, error: nil)
                 compareValue(step, value, &o)
             case let other:

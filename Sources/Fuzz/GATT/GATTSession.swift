@@ -274,7 +274,7 @@ final class GATTSession: @unchecked Sendable {
                 if op.value.count < 2, case .finding(let k, let d) = observer.saw(value, on: c, mtu: mtu, notified: false) {
                     return .finding(kind: k, detail: "\(d), read at \(step)")
                 }
-                if let leak = disclosure(value, readFrom: c) { return leak }
+                if let leak = disclosure(value, readFrom: c, notified: false) { return leak }
             }
         case .longWrite:
             guard let c = characteristic else { return .ok }
@@ -517,7 +517,7 @@ final class GATTSession: @unchecked Sendable {
         features.add(24, UInt64(c) << 16 | Features.lengthClass(value.count))
         if case .finding(let k, let d) = observer.saw(value, on: c, mtu: mtu, notified: true) { return .finding(kind: k, detail: "\(d), near \(step)") }
         features.add(25, Features.hash(observer.state))
-        if let leak = disclosure(value, readFrom: c) { return leak }
+        if let leak = disclosure(value, readFrom: c, notified: true) { return leak }
         return .ok
     }
 
@@ -583,13 +583,14 @@ final class GATTSession: @unchecked Sendable {
 
     /// A read or notification that carries bytes of an earlier write to another characteristic:
     /// a static value (a name, a revision) that changed to show them, or a secret shown anywhere.
-    private func disclosure(_ value: [UInt8], readFrom c: Int) -> FuzzOutcome? {
+    private func disclosure(_ value: [UInt8], readFrom c: Int, notified: Bool) -> FuzzOutcome? {
         guard value.count >= 6 else { return nil }
         let target = map.characteristics[c]
         // Passwords written in this input or an earlier one (a device keeps them): none may be
         // shown by another characteristic.
         for (index, secret, write) in state.secrets() where index != c && Self.containsWindow(of: secret, width: 8, in: value)
-            && !state.wasWritten(secret, to: c) && !written.contains(where: { $0.index == c && Self.containsWindow(of: secret, width: 8, in: $0.value) }) {
+            && !state.wasWritten(secret, to: c) && !written.contains(where: { $0.index == c && Self.containsWindow(of: secret, width: 8, in: $0.value) })
+            && !(notified && echoes(secret, storedIn: index)) {
             // The password may have come from an earlier input: the reproducer writes it first.
             if !written.contains(where: { $0.index == index && Self.containsWindow(of: secret, width: 8, in: $0.value) }) { needs = [write] }
             return .finding(kind: "secret-disclosed", detail: "\(target.label) showed a password written to \(map.characteristics[index].label) (\(secret.count) bytes), at \(step)")
@@ -604,6 +605,16 @@ final class GATTSession: @unchecked Sendable {
             }
         }
         return nil
+    }
+
+    /// Whether a notification showing `secret` may be an echo of the client's own bytes: this
+    /// input (the step being run included) wrote them to another characteristic than the one
+    /// that stores the password, as a UART's RX is echoed on its TX.
+    private func echoes(_ secret: [UInt8], storedIn origin: Int) -> Bool {
+        if written.contains(where: { $0.index != origin && Self.containsWindow(of: secret, width: 8, in: $0.value) }) { return true }
+        guard let op = current?.op, [.write, .writeCommand, .longWrite, .raw].contains(op.kind), !map.characteristics.isEmpty,
+              op.kind == .raw || Int(op.target) % map.characteristics.count != origin else { return false }
+        return Self.containsWindow(of: secret, width: 8, in: op.value)
     }
 
     /// Whether any `width` consecutive bytes of `secret` appear in `value` (a read may cut it).
