@@ -227,13 +227,8 @@ def black_box_ops(args):
     emulator process."""
     scratch = tempfile.mkdtemp(prefix="gattlab-bench-bb-")
     sock_path = os.path.join(scratch, "emu.sock")
-    emulator = subprocess.Popen([args.gattlab, "emulate", "speaker", "--listen", f"unix:{sock_path}", "--speed", "1000", "--quiet"],
-                                stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    emulator = start_emulator(args, sock_path, "--speed", "1000")
     try:
-        for _ in range(500):
-            if os.path.exists(sock_path):
-                break
-            time.sleep(0.01)
         runs = max(10000, int(args.fuzz_seconds * 5000))
         argv = [args.gattlab, "fuzz", "device", "--target", f"unix:{sock_path}", "--speed", "1000", "--seed", "1", "--runs", str(runs),
                 "--format", "json", "--quiet", "--findings", os.path.join(scratch, "findings")]
@@ -267,16 +262,22 @@ def libfuzzer_rate(args, target, scratch):
     return (int(rates[-1]) if rates else None), total, float(done[-1][1]) if done else float(seconds)
 
 
+def start_emulator(args, sock_path, *extra):
+    """`gattlab emulate speaker --listen unix:SOCK_PATH`, once its socket exists (at most 5 s)."""
+    emulator = subprocess.Popen([args.gattlab, "emulate", "speaker", "--listen", f"unix:{sock_path}", "--quiet", *extra],
+                                stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    for _ in range(500):
+        if os.path.exists(sock_path):
+            break
+        time.sleep(0.01)
+    return emulator
+
+
 def emulator_att_ops(args):
     """Read Requests over AF_UNIX SOCK_SEQPACKET to `gattlab emulate speaker`, answer by answer."""
     sock_path = os.path.join(tempfile.mkdtemp(prefix="gattlab-bench-emu-"), "emu.sock")
-    emulator = subprocess.Popen([args.gattlab, "emulate", "speaker", "--listen", f"unix:{sock_path}", "--quiet"],
-                                stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    emulator = start_emulator(args, sock_path)
     try:
-        for _ in range(500):
-            if os.path.exists(sock_path):
-                break
-            time.sleep(0.01)
         s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         s.connect(sock_path)
         request = bytes([0x0A, 0x03, 0x00])

@@ -51,7 +51,7 @@ final class GATTCampaignState: @unchecked Sendable {  // guarded by lock
             if passwords.count > 64 { passwords.removeFirst() }
             // A characteristic written with it before it was known as a password shows its own write.
             for (c, values) in writes where values.contains(where: { GATTSession.containsWindow(of: secret, width: 8, in: $0) }) {
-                writtenElsewhere.insert([UInt8(truncatingIfNeeded: c >> 8), UInt8(truncatingIfNeeded: c)] + secret)
+                writtenElsewhere.insert(Written(index: c, secret: secret))
             }
         }
     }
@@ -72,7 +72,11 @@ final class GATTCampaignState: @unchecked Sendable {  // guarded by lock
 
     /// Passwords of `passwords` that some write put on another characteristic (index, secret):
     /// kept for the campaign, as the device keeps what was written however long ago.
-    private var writtenElsewhere: Set<[UInt8]> = []
+    private var writtenElsewhere: Set<Written> = []
+    private struct Written: Hashable {
+        let index: Int
+        let secret: [UInt8]
+    }
 
     func noteWrite(_ value: [UInt8], to index: Int) {
         guard value.count >= 8 else { return }
@@ -80,14 +84,14 @@ final class GATTCampaignState: @unchecked Sendable {  // guarded by lock
             writes[index, default: []].append(value)
             if writes[index]!.count > 8 { writes[index]!.removeFirst() }
             for p in passwords where GATTSession.containsWindow(of: p.secret, width: 8, in: value) {
-                writtenElsewhere.insert([UInt8(truncatingIfNeeded: index >> 8), UInt8(truncatingIfNeeded: index)] + p.secret)
+                writtenElsewhere.insert(Written(index: index, secret: p.secret))
             }
         }
     }
 
     func wasWritten(_ secret: [UInt8], to index: Int) -> Bool {
         let (values, ever) = lock.withLock {
-            (writes[index] ?? [], writtenElsewhere.contains([UInt8(truncatingIfNeeded: index >> 8), UInt8(truncatingIfNeeded: index)] + secret))
+            (writes[index] ?? [], writtenElsewhere.contains(Written(index: index, secret: secret)))
         }
         return ever || values.contains { GATTSession.containsWindow(of: secret, width: 8, in: $0) }
     }
