@@ -136,6 +136,9 @@ final class GATTSession: @unchecked Sendable {
 
     /// Whether this link was encrypted.
     var encrypted = false
+    /// CCCD handles this link enabled notifications or indications on (a device keeps them for
+    /// the connection): a protocol under way is waited for only where its notifications can come.
+    var subscribed: Set<UInt16> = []
     /// The link came from the previous input (`KeptLink`), already up.
     let inherited: Bool
 
@@ -161,6 +164,7 @@ final class GATTSession: @unchecked Sendable {
         clientMTU = kept.clientMTU
         exchanged = kept.exchanged
         encrypted = kept.encrypted
+        subscribed = kept.subscribed
     }
 
     private func encryptLink() async {
@@ -175,7 +179,8 @@ final class GATTSession: @unchecked Sendable {
     func keep(after outcome: FuzzOutcome) async -> KeptLink? {
         if !outcome.isFinding, prepared == 0, lateErrors.isEmpty, pending == nil, queuedReboot == nil, !observer.inProgress,
            !observer.dropExpected, encrypted == state.needsEncryption, await link.isConnected() {
-            return KeptLink(link: link, mtu: mtu, largestMTU: largestMTU, clientMTU: clientMTU, exchanged: exchanged, encrypted: encrypted)
+            return KeptLink(link: link, mtu: mtu, largestMTU: largestMTU, clientMTU: clientMTU, exchanged: exchanged, encrypted: encrypted,
+                            subscribed: subscribed)
         }
         await link.close()
         return nil
@@ -307,10 +312,12 @@ final class GATTSession: @unchecked Sendable {
             let pdu = op.kind == .readDescriptor ? ATTPDU.readRequest(handle: handle)
                                                  : ATTPDU.writeRequest(handle: handle, value: Array(op.value.prefix(mtu - 3)))
             outcome = await exchange(pdu.encode(), answer: &answer)
+            if op.kind == .writeDescriptor, !outcome.isFinding, case .ok = answer { noteCCCD(handle, op.value) }
         case .subscribe:
             guard let c = characteristic, let cccd = map.characteristics[c].cccd else { return .ok }
             let value: [UInt8] = map.characteristics[c].canNotify ? [1, 0] : [2, 0]
             outcome = await exchange(ATTPDU.writeRequest(handle: cccd, value: value).encode(), answer: &answer)
+            if !outcome.isFinding, case .ok = answer { noteCCCD(cccd, value) }
         case .exchangeMTU:
             let asked = UInt16(Self.clientMTU(of: op))
             clientMTU = Int(asked)
@@ -322,6 +329,7 @@ final class GATTSession: @unchecked Sendable {
             largestMTU = 23
             exchanged = false
             prepared = 0
+            subscribed = []
             guard await Self.connect(link) else {
                 answer = .dropped
                 return .finding(kind: "target-gone", detail: "the device no longer accepts connections after \(step)")
@@ -342,6 +350,9 @@ final class GATTSession: @unchecked Sendable {
                 state.noteWrite(Array(pdu.dropFirst(opcode == 0x16 ? 5 : 3)), to: c)
             }
             outcome = await exchange(pdu, answer: &answer)
+            if opcode == 0x12 || opcode == 0x52, pdu.count >= 3, !outcome.isFinding, case .ok = answer {
+                noteCCCD(UInt16(pdu[1]) | UInt16(pdu[2]) << 8, Array(pdu.dropFirst(3)))
+            }
         }
         return outcome
     }
@@ -536,10 +547,11 @@ final class GATTSession: @unchecked Sendable {
             let now = await link.now()
             guard now < deadline else { break }
             // A protocol under way gets half the wait for its first word (a Wi-Fi scan takes
-            // seconds before its first chunk). Then a campaign cannot afford seconds of silence
-            // per input: a device that is slower goes on between inputs, and the next input
-            // sees its state.
-            let quiet = observer.inProgress && !heard ? microseconds / 2 : max(2_000, min(microseconds / 10, observer.inProgress ? 300_000 : 100_000))
+            // seconds before its first chunk), when its notifications can come at all: a link
+            // that never subscribed hears nothing however long it waits (a sensor campaign spent
+            // 80% of its time so). Then a campaign cannot afford seconds of silence per input:
+            // a device that is slower goes on between inputs, and the next input sees its state.
+            let quiet = observer.awaitsFirstWord && !heard && protocolCanNotify ? microseconds / 2 : max(2_000, min(microseconds / 10, observer.inProgress ? 300_000 : 100_000))
             let pdu: [UInt8]?
             do { pdu = try await link.receive(within: min(quiet, deadline - now)) } catch {
                 return await dropped("during \(step)")
@@ -554,6 +566,22 @@ final class GATTSession: @unchecked Sendable {
             if observer.state != start, observer.isResting { break }
         }
         return pending ?? .ok
+    }
+
+    /// A value written to a handle: when it is a characteristic's CCCD, whether notifications or
+    /// indications are now on.
+    private func noteCCCD(_ handle: UInt16, _ value: [UInt8]) {
+        guard map.characteristics.contains(where: { $0.cccd == handle }) else { return }
+        if let bits = value.first, bits & 0x03 != 0 { subscribed.insert(handle) } else { subscribed.remove(handle) }
+    }
+
+    /// Whether the protocol's notifications can reach this link: a protocol characteristic that
+    /// notifies or indicates has its CCCD on (or has none: a device that notifies regardless).
+    /// A scan asked for on a link that never subscribed is not heard, however long one waits.
+    private var protocolCanNotify: Bool {
+        map.characteristics.contains { c in
+            c.role != nil && (c.canNotify || c.canIndicate) && (c.cccd.map { subscribed.contains($0) } ?? true)
+        }
     }
 
     /// Waits up to a second of device time for the drop of a REBOOT the device accepted (it
@@ -687,6 +715,7 @@ struct KeptLink: @unchecked Sendable {  // used by one task at a time, as its se
     let clientMTU: Int
     let exchanged: Bool
     let encrypted: Bool
+    let subscribed: Set<UInt16>
 
     /// No MTU was exchanged on it: a fresh link's MTU.
     var isAsNew: Bool { !exchanged && largestMTU == 23 && mtu == 23 }

@@ -77,6 +77,10 @@ struct ProtocolObserver {
          "SET_CONFIG done", "connection AUTHENTICATION", "connection ASSOCIATION", "connection OBTAINING_IP"].contains(state)
     }
 
+    /// A state in progress whose next word may take long: not an nRF7 scan that already gave
+    /// results (its records stream until STOP_SCAN; a silence there is the scan having no more).
+    var awaitsFirstWord: Bool { inProgress && state != "scan results" }
+
     /// The input asked the device to drop the link (the speaker's REBOOT): a drop is the answer.
     private(set) var dropExpected = false
 
