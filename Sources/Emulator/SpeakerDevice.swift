@@ -51,6 +51,9 @@ public struct SpeakerConfiguration: Sendable, Hashable {
     public var statusCutTo: Int?
     /// The device drops the link as it enters this state.
     public var disconnectAt: SpeakerOTA.State?
+    /// With `disconnectAt` DOWNLOADING: the drop comes once progress reaches this percentage
+    /// (a recorded device that lost the link at 63 %), not as the download starts.
+    public var disconnectAtProgress: UInt8?
     /// The firmware hangs as it enters this state: the link stays up, nothing is answered.
     public var hangAt: SpeakerOTA.State?
     /// OTA_CREDENTIALS answers Insufficient Encryption until the link is encrypted.
@@ -183,7 +186,7 @@ public final class SpeakerDevice: DeviceModel {
             generation += 1
             server.hung = true
         }
-        if configuration.disconnectAt == state {
+        if configuration.disconnectAt == state, status.progress >= (configuration.disconnectAtProgress ?? 0) {
             generation += 1
             requestedDisconnect = 0x08
         }

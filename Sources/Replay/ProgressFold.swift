@@ -118,8 +118,11 @@ struct ProgressFold {
             return complete
         case .speakerStatus, .nrf7Results:
             if terminal { return true }
-            guard networks.isSuperset(of: recorded.networks) else { return false }
-            return phases.last == recorded.phases.last
+            guard networks.isSuperset(of: recorded.networks), phases.last == recorded.phases.last else { return false }
+            // A recording that ends within a download (the phone gave up, the link was lost at
+            // 63 %) is reached at its progress, not as the download starts.
+            if let want = recorded.lastProgress { return (lastProgress ?? 0) >= want }
+            return true
         }
     }
 

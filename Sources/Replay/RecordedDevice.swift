@@ -14,6 +14,8 @@ public struct RecordedDevice: Sendable {
     /// The database, when the capture has the device's discovery.
     public var table: RecordedTable?
     public var cadence: RecordedCadence
+    /// How the recorded device failed, where its model can fail so.
+    public var fault: RecordedFault
     /// What the device answered to each write, and the notifications that followed.
     public var reactions: [RecordedReaction]
 
@@ -27,8 +29,10 @@ public struct RecordedDevice: Sendable {
     public init(script: SessionScript, table: AttributeTable?) {
         self.script = script
         cadence = Self.cadence(script)
+        fault = Self.fault(script)
         reactions = table.map { Self.reactions(script, $0) } ?? []
-        self.table = table.map { RecordedTable(table: $0, values: Self.readValues(script, $0), serverMTU: Self.serverMTU(script)) }
+        self.table = table.map { RecordedTable(table: $0, values: Self.readValues(script, $0), serverMTU: Self.serverMTU(script),
+                                               maxPreparedWrites: Self.prepareQueue(script)) }
     }
 
     /// The device protocol's model (`script.device`) when GATTLab knows it, else nil.
@@ -48,7 +52,7 @@ public struct RecordedDevice: Sendable {
     /// protocol GATTLab does not model, the clone. Nil when the capture has no table to clone.
     public func emulated(values: [Int: [UInt8]], settings: [String: String] = [:]) -> EmulatedDeviceSpec? {
         if let kind, let base = EmulatedDeviceSpec.named(kind) {
-            var spec = shape(base, values: values, settings: settings)
+            var spec = shape(base, values: values, settings: settings).withRecordedFault(fault)
             spec.name = "recorded"
             return spec
         }
@@ -87,6 +91,12 @@ public struct RecordedDevice: Sendable {
             return agreed
         }
         return capped.min()
+    }
+
+    /// The Prepare Writes the recorded device queued before it answered Prepare Queue Full (the
+    /// least, if it did so more than once).
+    static func prepareQueue(_ script: SessionScript) -> Int? {
+        script.steps.compactMap { $0.action == .write && $0.method == .long ? $0.expect?.queued : nil }.min()
     }
 
     /// Each write and CCCD write with its answer and the notifications until the phone's next request.
@@ -164,6 +174,28 @@ public struct RecordedDevice: Sendable {
             c.scanDuration = max(0, record.at - steps[start].at)
         }
         return c
+    }
+
+    /// The link the device lost (a `link-lost` step, the device's side) in the protocol state its
+    /// last notification reported: the speaker's status (and download progress), the nRF7's
+    /// connection state. A phone that hung up is no device fault.
+    static func fault(_ script: SessionScript) -> RecordedFault {
+        var f = RecordedFault()
+        guard let loss = script.steps.lastIndex(where: { $0.action == .linkLost }) else { return f }
+        let before = script.steps[..<loss].filter { $0.action == .notification }
+        if let st = before.lazy.reversed().compactMap({ s -> SpeakerOTA.Status? in
+            guard s.characteristic == SpeakerOTA.status.canonicalString, let v = s.expect?.value.flatMap(Hex.bytes) else { return nil }
+            return SpeakerOTA.Status.decode(v).0
+        }).first, let state = st.state {
+            f.speakerLinkLoss = (state, st.progress)
+        }
+        if let state = before.lazy.reversed().compactMap({ s -> Int? in
+            guard s.characteristic == NRF7.dataOut.canonicalString, let v = s.expect?.value.flatMap(Hex.bytes) else { return nil }
+            return NRF7.Result.decode(v).0?.state?.raw
+        }).first {
+            f.nrf7LinkLoss = state
+        }
+        return f
     }
 
     static func median(_ values: [Int64]) -> Int64? {

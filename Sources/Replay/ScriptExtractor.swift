@@ -197,6 +197,12 @@ final class ConnectionSteps {
     private var pending: Int?
     private var discoverStep: Int?
     private var openLongWrite: Int?
+    /// Prepare Writes of the open long write the device queued (answered with a Prepare Write
+    /// Response): at a Prepare Queue Full, the recorded device's queue size.
+    private var queuedParts = 0
+    /// The parts the phone sent of the open long write, joined (at most 64 KiB): the value a
+    /// refused long write tried, which no Execute Write joins.
+    private var longParts: (handle: UInt16, info: HandleInfo?, value: [UInt8])?
     private var openRead: Int?
     private(set) var hasGATT = false
 
@@ -337,9 +343,13 @@ final class ConnectionSteps {
             s.method = if case .writeCommand = pdu { .command } else { .request }
             setValue(&s, value, info: e.info, handle: handle, table: table, reveal: reveal)
             append(s, waiting: s.method == .request, table: table)
-        case .prepareWriteRequest(let handle, _, _):
+        case .prepareWriteRequest(let handle, _, let part):
             if let open = openLongWrite, steps[open].handle == nil || steps[open].handle == handle {
                 pending = open
+                if var parts = longParts, parts.value.count + part.count <= 65_536 {
+                    parts.value += part
+                    longParts = parts
+                }
                 return
             }
             var s = ReplayStep(.write, at: time)
@@ -347,6 +357,8 @@ final class ConnectionSteps {
             s.method = .long
             append(s, waiting: true, table: table)
             openLongWrite = steps.count - 1
+            queuedParts = 0
+            longParts = (handle, e.info, part)
         case .executeWriteRequest(let flags):
             if let open = openLongWrite {
                 pending = open
@@ -428,7 +440,16 @@ final class ConnectionSteps {
             steps[p].expect?.result = "error"
             steps[p].expect?.error = "0x" + Hex.string([code.rawValue])
             steps[p].expect?.meaning = code.name
-            if steps[p].action == .write, steps[p].method == .long { return }  // the cancelling Execute Write follows
+            if steps[p].action == .write, steps[p].method == .long {
+                if code == .prepareQueueFull {
+                    steps[p].expect?.queued = queuedParts
+                    // The value as far as the phone sent it: a replay sends as many parts.
+                    if steps[p].value == nil, let parts = longParts {
+                        setValue(&steps[p], parts.value, info: parts.info, handle: parts.handle, table: table, reveal: reveal)
+                    }
+                }
+                return  // the cancelling Execute Write follows
+            }
             pending = nil
         case .readResponse(let value), .readBlobResponse(let value):
             guard let p = pending, steps[p].action == .read else { return }
@@ -443,7 +464,7 @@ final class ConnectionSteps {
             if case .executeWriteResponse = pdu { openLongWrite = nil }
             pending = nil
         case .prepareWriteResponse:
-            break
+            if let p = pending, steps[p].action == .write, steps[p].method == .long { queuedParts += 1 }
         default:
             guard let p = pending, steps[p].action == .pdu || steps[p].action == .discover else { return }
             if steps[p].action == .pdu {

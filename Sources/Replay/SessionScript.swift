@@ -165,6 +165,8 @@ public struct ReplayStep: Codable, Sendable, Hashable {
         public var opcode: String?
         /// ESP-IDF provisioning: the value read, decrypted (hex); compared by meaning.
         public var plain: String?
+        /// A long write refused with Prepare Queue Full: the parts the device queued before it.
+        public var queued: Int?
 
         public init() {}
     }

@@ -69,6 +69,51 @@ final class RecordedDeviceTests: XCTestCase {
         XCTAssertTrue(report.steps.contains { $0.differences.joined().contains("ERROR error DOWNLOAD") }, report.text(verbose: true, color: false))
     }
 
+    func testTheRecordedDeviceLosesTheLinkWhereTheRecordingDid() async throws {
+        // A device that lost the link mid-protocol: the device built from the recording loses it
+        // at the same point (the speaker at the download's last reported progress, the nRF7 in
+        // its connection state), while the healthy named device, shaped alike, does not.
+        let cases: [(path: String, fault: String)] = [
+            (Files.root.appendingPathComponent("Captures/speaker-ota-demo.btsnoop").path, "63 % of the download"),
+            (Self.capture("speaker-disconnect-downloading-mtu247"), "0 % of the download"),
+            (Self.capture("nrf7-disconnect-obtaining-ip-mtu247"), "OBTAINING_IP"),
+        ]
+        for (path, fault) in cases {
+            let name = URL(fileURLWithPath: path).lastPathComponent
+            let device = try RecordedDevice.read(path: path, options: ExtractOptions(revealSecrets: true))
+            XCTAssertEqual(device.script.steps.last?.action, .linkLost, name)
+            let values = try ReplayRunner(script: device.script).values()
+            let recorded = try XCTUnwrap(device.emulated(values: values), name)
+            XCTAssertTrue(recorded.summary.contains(fault), "\(name): \(recorded.summary)")
+            let same = try await replay(device.script, recorded)
+            XCTAssertEqual(same.verdict, .equivalent, "\(name):\n\(same.text(verbose: false, color: false))")
+            let healthy = try XCTUnwrap(EmulatedDeviceSpec.named(device.kind ?? ""), name)
+            let other = try await replay(device.script, device.shape(healthy, values: values))
+            XCTAssertNotEqual(other.verdict, .equivalent, "\(name): a healthy device lost the link too")
+        }
+    }
+
+    func testALinkLossIsReadFromTheLastStatusBeforeIt() {
+        // A hand-written recording (no emulator): statuses up to 40 %, then the device's link loss.
+        func status(_ state: SpeakerOTA.State, _ progress: UInt8) -> ReplayStep {
+            var s = ReplayStep(.notification, at: 0)
+            s.characteristic = SpeakerOTA.status.canonicalString
+            var x = ReplayStep.Expectation()
+            x.value = Hex.string(SpeakerOTA.Status(state: state, error: .none, progress: progress, downloadedKB: 0, totalKB: 100, rssi: -50).encode())
+            s.expect = x
+            return s
+        }
+        let source = SessionScript.Source(capture: "hand", peer: nil, connections: [], start: 0)
+        var steps = [ReplayStep(.connect, at: 0), status(.wifiConnecting, 0), status(.downloading, 20), status(.downloading, 40), ReplayStep(.linkLost, at: 1)]
+        var fault = RecordedDevice.fault(SessionScript(source: source, device: "speaker", redacted: false, steps: steps))
+        XCTAssertEqual(fault.speakerLinkLoss?.state, .downloading)
+        XCTAssertEqual(fault.speakerLinkLoss?.progress, 40)
+        // The phone hanging up is not the device's failure.
+        steps[steps.count - 1] = ReplayStep(.disconnect, at: 1)
+        fault = RecordedDevice.fault(SessionScript(source: source, device: "speaker", redacted: false, steps: steps))
+        XCTAssertNil(fault.speakerLinkLoss)
+    }
+
     func testAnUnknownProtocolIsClonedAsRecorded() async throws {
         // Devices GATTLab has no model of, recorded by others: the clone answers as they did.
         _ = try RealCaptures.require()

@@ -1,3 +1,5 @@
+import Profiles
+
 /// The pace a recorded device kept, where its protocol has one: how large its firmware was and
 /// how often it reported download progress, how long its Wi-Fi scan took, how far apart its scan
 /// notifications came and whether MORE/END travelled on their own. Nil fields keep the model's.
@@ -11,7 +13,57 @@ public struct RecordedCadence: Sendable, Hashable {
     public init() {}
 }
 
+/// How a recorded device failed, where its protocol's model can fail so: the link it lost in a
+/// protocol state (the speaker during a download, at its last reported progress; the nRF7 in a
+/// connection state). `emu:recorded` and `emulate --from` serve it; a named device does not,
+/// so a replay against it still tells whether a healthy device fails there too.
+public struct RecordedFault: Sendable, Hashable {
+    public var speakerLinkLoss: (state: SpeakerOTA.State, progress: UInt8)?
+    public var nrf7LinkLoss: Int?
+    public init() {}
+
+    public static func == (a: RecordedFault, b: RecordedFault) -> Bool {
+        a.speakerLinkLoss?.state == b.speakerLinkLoss?.state && a.speakerLinkLoss?.progress == b.speakerLinkLoss?.progress
+            && a.nrf7LinkLoss == b.nrf7LinkLoss
+    }
+
+    public func hash(into h: inout Hasher) {
+        h.combine(speakerLinkLoss?.state)
+        h.combine(speakerLinkLoss?.progress)
+        h.combine(nrf7LinkLoss)
+    }
+
+    /// What the emulated device will do, for its summary.
+    var sentence: String? {
+        if let (state, progress) = speakerLinkLoss {
+            return state == .downloading ? "the link lost at \(progress) % of the download, as recorded" : "the link lost in \(state), as recorded"
+        }
+        if let raw = nrf7LinkLoss { return "the link lost in connection state \(NRF7.state(raw)), as recorded" }
+        return nil
+    }
+}
+
 extension EmulatedDeviceSpec {
+    /// The same device model failing as the recorded device did (`RecordedFault`).
+    public func withRecordedFault(_ fault: RecordedFault) -> EmulatedDeviceSpec {
+        var spec = self
+        switch configuration {
+        case .speaker(var c)?:
+            guard let (state, progress) = fault.speakerLinkLoss else { return self }
+            c.disconnectAt = state
+            c.disconnectAtProgress = state == .downloading ? progress : nil
+            spec.set(.speaker(c))
+        case .nrf7(var c)?:
+            guard let raw = fault.nrf7LinkLoss else { return self }
+            c.disconnectAt = raw
+            spec.set(.nrf7(c))
+        default:
+            return self
+        }
+        if let s = fault.sentence { spec.summary += "; \(s)" }
+        return spec
+    }
+
     /// The same device model (its faults and quirks kept) serving a recorded device's database:
     /// its handles, extra services and read values, the MTU it accepted and its prepare-queue size.
     public func withRecordedTable(_ recorded: RecordedTable) -> EmulatedDeviceSpec {
