@@ -110,7 +110,10 @@ extension AdvertisingTracker.Track {
         if r.connectable { summary.connectable = true }
         if summary.addressType == nil { summary.addressType = r.addressType?.description }
         if !summary.eventTypes.contains(r.eventName), summary.eventTypes.count < 12 { summary.eventTypes.append(r.eventName) }
-        for s in r.data.structures {
+        // A report whose data continues in the next ones: the chain's last report carries the
+        // joined data, whose structures count once, whole.
+        let structures = r.dataStatus == "incomplete" ? [] : r.data.structures
+        for s in structures {
             switch s {
             case .localName(let n, _):
                 if !summary.names.contains(n), summary.names.count < AdvertisingTracker.maxNames { summary.names.append(n) }

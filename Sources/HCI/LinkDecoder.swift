@@ -46,6 +46,8 @@ public final class LinkDecoder {
     var attChannelRequests: [ConnectionKey: [UInt8: UInt16]] = [:]
     static let maxChannelsPerConnection = 64
     private var completed = UnsafeMutableRawPointer.allocate(byteCount: 65_540, alignment: 16)
+    /// Extended advertising reports waiting for the rest of their data.
+    var advertisingChains = AdvertisingChains()
     /// Link-layer state for sniffer captures (see LinkLayerDecoder.swift).
     var linkLayer = LinkLayerState()
     /// Long-term keys to decrypt sniffed encrypted links with (secrets: never printed).
@@ -454,7 +456,7 @@ public final class LinkDecoder {
             let rand = UInt64(q.u32le(2)) | UInt64(q.u32le(6)) << 32
             events.append(.ltkRequest(key, rand: rand, ediv: q.u16le(10)))
         case 0x02, 0x0B, 0x0D:  // LE Advertising Report, Directed, Extended: every report inside
-            let (reports, problem) = AdvertisingReport.decodeHCI(subevent: sub, q)
+            let (reports, problem) = AdvertisingReport.decodeHCI(subevent: sub, q, controller: record.controller, chains: &advertisingChains)
             for r in reports { events.append(.advertising(r)) }
             if let problem, !record.isCut {
                 events.append(.malformed(nil, .hci, reason: "\(HCINames.leSubevent(sub)): \(problem)"))
