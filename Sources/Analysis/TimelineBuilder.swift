@@ -78,12 +78,26 @@ public final class TimelineBuilder {
     static func clamp(_ t: Int64) -> Int64 { min(max(t, -(1 << 61)), 1 << 61) }
 
     private func add(_ e: TimelineEvent) {
+        if let d = e.device, Self.isFailedConnection(e), let address = timeline.devices[d].address {
+            advertising.noteFailure(address: address, time: e.time, frame: e.frames.first ?? 0)
+        }
         onEvent?(e)
         guard timeline.events.count < Self.maxEvents else {
             timeline.droppedEvents += 1
             return
         }
         timeline.events.append(e)
+    }
+
+    /// A connection that failed: an attempt that failed, or a link never established (0x3E) or
+    /// lost to a supervision timeout (0x08). The weak-signal diagnosis judges the signal before them.
+    static func isFailedConnection(_ e: TimelineEvent) -> Bool {
+        if e.kind == "link.connect-failed" { return true }
+        guard e.kind == "link.disconnected" else { return false }
+        return e.fields.contains { f in
+            if f.name == "code", case .int(let c) = f.value { return c == 0x3E || c == 0x08 }
+            return false
+        }
     }
 
     // MARK: Devices and connections
