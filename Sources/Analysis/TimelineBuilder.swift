@@ -89,6 +89,12 @@ public final class TimelineBuilder {
         timeline.events.append(e)
     }
 
+    /// Handle 0x0EDC of an HCI log carries a Qualcomm controller's own diagnostics, whatever
+    /// its bytes look like (L2CAP, ATT...): no connection, unless the log made one with it.
+    private func isVendorDiagnostics(_ key: ConnectionKey) -> Bool {
+        key.isVendorDiagnostics && liveConnection[key] == nil
+    }
+
     /// A connection that failed: an attempt that failed, or a link never established (0x3E) or
     /// lost to a supervision timeout (0x08). The weak-signal diagnosis judges the signal before them.
     static func isFailedConnection(_ e: TimelineEvent) -> Bool {
@@ -171,12 +177,16 @@ public final class TimelineBuilder {
         case .link(let link):
             consumeLink(link, time: t, frame: f)
         case .att(let a):
+            // Vendor diagnostics whose bytes happen to read as ATT (CID 4) are no connection.
+            if isVendorDiagnostics(a.connection) { break }
             let c = connection(a.connection, time: t, frame: f)
             touch(c, time: t, frame: f)
             timeline.connections[c].carriedATT = true
             consumeATT(a, connection: c, time: t, frame: f)
         case .operation(let op):
             switch op {
+            case .mtuExchanged(let key, _, _, _) where isVendorDiagnostics(key), .subscription(let key, _, _, _, _) where isVendorDiagnostics(key):
+                break
             case .mtuExchanged(let key, let client, let server, let mtu):
                 let c = connection(key, time: t, frame: f)
                 timeline.connections[c].mtu = mtu
@@ -200,6 +210,9 @@ public final class TimelineBuilder {
     }
 
     private func consumeLink(_ link: LinkEvent, time t: Int64, frame f: Int) {
+        // ACL data on the vendor diagnostics handle that reads as SMP (CID 6) is no pairing on a
+        // link (ATT and other channels are left out where they are handled).
+        if case .smp(let key, _, _) = link, isVendorDiagnostics(key) { return }
         switch link {
         case .advertising(let r):
             advertising.add(r, time: t, frame: f)
@@ -328,7 +341,7 @@ public final class TimelineBuilder {
             // no "no traffic" gap over a busy connection. Vendor diagnostics are not a
             // connection; over the air, a data PDU on an access address never seen connecting is
             // as likely noise as a link: only ATT opens one there.
-            if liveConnection[key] == nil && (key.isLinkLayer || key.isVendorDiagnostics) { break }
+            if isVendorDiagnostics(key) || (liveConnection[key] == nil && key.isLinkLayer) { break }
             touch(connection(key, time: t, frame: f), time: t, frame: f)
         case .encryptionKeySize(let key, let size):
             if let c = liveConnection[key] { timeline.connections[c].keySize = Int(size) }
