@@ -273,11 +273,24 @@ public final class TimelineBuilder {
             touch(c, time: t, frame: f)
             timeline.connections[c].end = t
             timeline.connections[c].disconnectReason = reason
+            timeline.connections[c].hostDisconnectReason = info.hostDisconnectReason
             liveConnection[info.key] = nil
+            let code = "\(reason.name) (0x\(Hex.string([reason.rawValue])))"
+            var fields = [Field("code", .int(Int(reason.rawValue))), Field("reason", .string(reason.name))]
+            let summary: String
+            if let host = info.hostDisconnectReason {
+                // The host's own command says who ended the link; the event's code is the
+                // controller's (0x16 from real ones, 0x13 from Bumble's virtual controller).
+                let meaning = Meanings.disconnectedByHost(host)
+                summary = "disconnected by this host: it sent Disconnect (\(host.name), 0x\(Hex.string([host.rawValue]))); the controller reported \(code)"
+                fields += [Field("meaning", .string(meaning)), Field("endedBy", .string("host")),
+                           Field("hostCode", .int(Int(host.rawValue))), Field("hostReason", .string(host.name))]
+            } else {
+                summary = "disconnected: \(code): \(Meanings.disconnect(reason))"
+                fields.append(Field("meaning", .string(Meanings.disconnect(reason))))
+            }
             add(TimelineEvent(time: t, device: timeline.connections[c].device, connection: c, lane: .link, kind: "link.disconnected",
-                              summary: "disconnected: \(reason.name) (0x\(Hex.string([reason.rawValue]))): \(Meanings.disconnect(reason))",
-                              fields: [Field("code", .int(Int(reason.rawValue))), Field("reason", .string(reason.name)),
-                                       Field("meaning", .string(Meanings.disconnect(reason)))], frames: [f]))
+                              summary: summary, fields: fields, frames: [f]))
             linkEnded(connection: c, time: t, frame: f)
         case .encryptionChange(let key, let enabled, let status, let keySize):
             let c = connection(key, time: t, frame: f)
