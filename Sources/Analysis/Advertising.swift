@@ -34,6 +34,23 @@ public struct DeviceAdvertising: Sendable {
     public var addressType: String?
     /// Device protocols recognised from the advertised services (`ProfileDecoder.protocols(advertising:)`).
     public var protocols: [String] = []
+    /// The signal just before each failed connection (at most `AdvertisingTracker.maxFailureWindows`).
+    public var failureWindows: [FailureWindow] = []
+
+    /// The reports heard in the window before one failed connection (a failed attempt, or a link
+    /// that ended 0x3E or 0x08): at most the last `AdvertisingTracker.windowReports` within
+    /// `AdvertisingTracker.windowLength` before it.
+    public struct FailureWindow: Sendable, Hashable {
+        /// The failure.
+        public var time: Int64
+        public var frame: Int
+        /// The reports with an RSSI in the window: how many, from when, and their RSSI.
+        public var reports = 0
+        public var from: Int64?
+        public var rssiMedian: Int?
+        public var rssiMin: Int?
+        public var rssiMax: Int?
+    }
 }
 
 /// The advertising of a whole capture, beside the devices.
@@ -59,6 +76,10 @@ struct AdvertisingTracker {
     static let maxCompanies = 8
     /// Devices seen only advertising that the timeline lists; the rest are counted.
     static let maxShownAdvertisers = 20
+    /// The window of reports judged before a failed connection: the last 10 s, at most 20 reports.
+    static let windowLength: Int64 = 10_000_000
+    static let windowReports = 20
+    static let maxFailureWindows = 16
 
     struct Track {
         var summary: DeviceAdvertising
@@ -66,6 +87,8 @@ struct AdvertisingTracker {
         var histogram: [UInt32]? = nil
         /// Width of a series bucket, doubled whenever the series would exceed `maxSeries`.
         var bucket: Int64 = 1_000_000
+        /// The last `windowReports` reports with an RSSI, oldest first.
+        var recent: [(time: Int64, rssi: Int)] = []
     }
 
     var tracks: [String: Track] = [:]
@@ -86,6 +109,25 @@ struct AdvertisingTracker {
             order.append(address)
         }
         tracks[address]?.update(r, time: t, frame: f)
+    }
+
+    /// Notes a failed connection of the device at `address` at `time`: the signal heard in the
+    /// window before it. The recent reports are filtered by time, so a failure attributed late
+    /// (an accept-list attempt, told when the device connects) still judges what came before it.
+    mutating func noteFailure(address: String, time: Int64, frame: Int) {
+        guard var track = tracks[address], track.summary.failureWindows.count < Self.maxFailureWindows else { return }
+        let rssi = track.recent.filter { $0.time <= time && time - $0.time <= Self.windowLength }.suffix(Self.windowReports)
+        var w = DeviceAdvertising.FailureWindow(time: time, frame: frame)
+        w.reports = rssi.count
+        w.from = rssi.first?.time
+        let sorted = rssi.map(\.rssi).sorted()
+        if !sorted.isEmpty {
+            w.rssiMedian = sorted[(sorted.count - 1) / 2]
+            w.rssiMin = sorted.first
+            w.rssiMax = sorted.last
+        }
+        track.summary.failureWindows.append(w)
+        tracks[address] = track
     }
 
     /// The device protocols whose advertised services a report lists.
@@ -110,7 +152,10 @@ extension AdvertisingTracker.Track {
         if r.connectable { summary.connectable = true }
         if summary.addressType == nil { summary.addressType = r.addressType?.description }
         if !summary.eventTypes.contains(r.eventName), summary.eventTypes.count < 12 { summary.eventTypes.append(r.eventName) }
-        for s in r.data.structures {
+        // A report whose data continues in the next ones: the chain's last report carries the
+        // joined data, whose structures count once, whole.
+        let structures = r.dataStatus == "incomplete" ? [] : r.data.structures
+        for s in structures {
             switch s {
             case .localName(let n, _):
                 if !summary.names.contains(n), summary.names.count < AdvertisingTracker.maxNames { summary.names.append(n) }
@@ -135,6 +180,8 @@ extension AdvertisingTracker.Track {
         summary.rssiMax = max(summary.rssiMax ?? rssi, rssi)
         if histogram == nil { histogram = [UInt32](repeating: 0, count: 256) }
         histogram?[rssi + 128] &+= 1
+        recent.append((t, rssi))
+        if recent.count > AdvertisingTracker.windowReports { recent.removeFirst(recent.count - AdvertisingTracker.windowReports) }
         addToSeries(rssi, time: t)
     }
 

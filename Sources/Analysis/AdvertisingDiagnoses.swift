@@ -38,17 +38,29 @@ enum AdvertisingDiagnoses {
                                        + (a.rssiMedian.map { " (RSSI median \($0) dBm)" } ?? "") + "; no connection to it in the capture",
                                    advice: "Check that the app scans for this service or name and picks this device; a weak signal or a device already bonded elsewhere also keeps phones from connecting."))
             }
-            // 3. A weak signal before connections that failed.
-            let failures = t.events.filter { e in
-                e.device == d.id && (e.kind == "link.connect-failed"
-                    || (e.kind == "link.disconnected" && e.fields.contains { $0.name == "code" && { if case .int(let c) = $0.value { c == 0x3E || c == 0x08 } else { false } }($0) }))
-            }
-            if let median = a.rssiMedian, median < weakRSSI, let first = failures.first {
-                out.append(Finding(id: "adv.weak-signal", severity: .warning,
-                                   title: "Weak signal before failed connections",
-                                   device: d.id, time: first.time, frames: [a.firstFrame] + failures.prefix(5).flatMap(\.frames),
-                                   evidence: "\(d.address ?? "?")\(name) was heard at a median of \(median) dBm (\(a.rssiMin ?? median) to \(a.rssiMax ?? median)) over \(a.reports) advertisements; \(failures.count) connection\(failures.count == 1 ? "" : "s") failed or dropped",
-                                   advice: "Move the phone closer to the device (below \(weakRSSI) dBm links often fail to establish or time out), or check the device's antenna and TX power."))
+            // 3. A weak signal before connections that failed: judged on the reports just before
+            // each failure when there were any, on the whole capture otherwise.
+            let failures = t.events.filter { $0.device == d.id && TimelineBuilder.isFailedConnection($0) }
+            if let first = failures.first {
+                let count = "\(failures.count) connection\(failures.count == 1 ? "" : "s") failed or dropped"
+                let judged = a.failureWindows.filter { $0.rssiMedian != nil }
+                let weak = judged.filter { ($0.rssiMedian ?? 0) < weakRSSI }
+                let window = AdvertisingTracker.windowLength / 1_000_000
+                if let w = weak.first, let median = w.rssiMedian {
+                    out.append(Finding(id: "adv.weak-signal", severity: .warning,
+                                       title: "Weak signal before failed connections",
+                                       device: d.id, time: w.time, frames: weak.prefix(5).map(\.frame) + failures.prefix(5).flatMap(\.frames),
+                                       evidence: "in the \(window) s before the failed connection at frame \(w.frame), \(d.address ?? "?")\(name) was heard \(w.reports) time\(w.reports == 1 ? "" : "s") at a median of \(median) dBm (\(w.rssiMin ?? median) to \(w.rssiMax ?? median))"
+                                           + "; \(weak.count) of the \(judged.count) failures with advertising just before were below \(weakRSSI) dBm; \(count)"
+                                           + (a.rssiMedian.map { " (whole capture: median \($0) dBm over \(a.reports) advertisements)" } ?? ""),
+                                       advice: "Move the phone closer to the device (below \(weakRSSI) dBm links often fail to establish or time out), or check the device's antenna and TX power."))
+                } else if judged.isEmpty, let median = a.rssiMedian, median < weakRSSI {
+                    out.append(Finding(id: "adv.weak-signal", severity: .warning,
+                                       title: "Weak signal before failed connections",
+                                       device: d.id, time: first.time, frames: [a.firstFrame] + failures.prefix(5).flatMap(\.frames),
+                                       evidence: "over the whole capture (nothing heard in the \(window) s before the failures), \(d.address ?? "?")\(name) was heard at a median of \(median) dBm (\(a.rssiMin ?? median) to \(a.rssiMax ?? median)) over \(a.reports) advertisements; \(count)",
+                                       advice: "Move the phone closer to the device (below \(weakRSSI) dBm links often fail to establish or time out), or check the device's antenna and TX power."))
+                }
             }
             // 4. A device that stopped advertising: only for devices the story cares about
             // (a device protocol, or connected in the capture) and while the scan went on.

@@ -262,7 +262,7 @@ public enum Diagnoses {
                 guard e.kind == "link.disconnected", let st = state, running.contains(st),
                       let conn = e.connection, let reason = c.timeline.connections[conn].disconnectReason else { continue }
                 hits.append(Hit(device: d, time: e.time, frames: e.frames,
-                                evidence: "link ended in \(st)\(st == .downloading ? " at \(progress) %" : "") at \(c.seconds(e.time)): \(reason.name) (0x\(Hex.string([reason.rawValue]))), \(Meanings.disconnect(reason))"))
+                                evidence: "link ended in \(st)\(st == .downloading ? " at \(progress) %" : "") at \(c.seconds(e.time)): \(reason.name) (0x\(Hex.string([reason.rawValue]))), \(c.timeline.connections[conn].disconnectMeaning ?? Meanings.disconnect(reason))"))
                 state = nil
             }
         }

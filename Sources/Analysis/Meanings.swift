@@ -1,3 +1,4 @@
+import Capture
 import HCI
 import Profiles
 
@@ -20,6 +21,11 @@ public enum Meanings {
         case 0x1F: "unspecified error"
         default: reason.name
         }
+    }
+
+    /// A link this host ended with its own HCI_Disconnect (`reason` is what the command gave).
+    public static func disconnectedByHost(_ reason: HCIStatus) -> String {
+        "this host hung up: it sent Disconnect (\(reason.name), 0x\(Hex.string([reason.rawValue])))"
     }
 
     /// What an OTA error code means (PROTOCOLS.md §3).

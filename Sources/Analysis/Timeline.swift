@@ -86,6 +86,9 @@ public struct TimelineConnection: Sendable {
     /// SMP pairing seen on this link.
     public var paired = false
     public var disconnectReason: HCIStatus?
+    /// This host ended the link (its HCI_Disconnect for the handle was accepted before the
+    /// Disconnection Complete), with the reason it gave; `disconnectReason` is the event's code.
+    public var hostDisconnectReason: HCIStatus?
     /// The capture started after the connection was made.
     public var implicit = false
     /// A BR/EDR (classic) link.
@@ -94,6 +97,15 @@ public struct TimelineConnection: Sendable {
     public var carriedATT = false
     public var firstFrame: Int
     public var lastFrame: Int
+
+    /// Why the link ended, in field terms: this host's own Disconnect when the capture has it,
+    /// whatever code the controller put in the event; else the event's code.
+    public var disconnectMeaning: String? {
+        if let host = hostDisconnectReason {
+            return Meanings.disconnectedByHost(host)
+        }
+        return disconnectReason.map(Meanings.disconnect)
+    }
 }
 
 /// A stretch of a device's story with a name: an OTA state (`wifi-join`, `download`...), a

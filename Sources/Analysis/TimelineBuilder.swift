@@ -78,12 +78,32 @@ public final class TimelineBuilder {
     static func clamp(_ t: Int64) -> Int64 { min(max(t, -(1 << 61)), 1 << 61) }
 
     private func add(_ e: TimelineEvent) {
+        if let d = e.device, Self.isFailedConnection(e), let address = timeline.devices[d].address {
+            advertising.noteFailure(address: address, time: e.time, frame: e.frames.first ?? 0)
+        }
         onEvent?(e)
         guard timeline.events.count < Self.maxEvents else {
             timeline.droppedEvents += 1
             return
         }
         timeline.events.append(e)
+    }
+
+    /// Handle 0x0EDC of an HCI log carries a Qualcomm controller's own diagnostics, whatever
+    /// its bytes look like (L2CAP, ATT...): no connection, unless the log made one with it.
+    private func isVendorDiagnostics(_ key: ConnectionKey) -> Bool {
+        key.isVendorDiagnostics && liveConnection[key] == nil
+    }
+
+    /// A connection that failed: an attempt that failed, or a link never established (0x3E) or
+    /// lost to a supervision timeout (0x08). The weak-signal diagnosis judges the signal before them.
+    static func isFailedConnection(_ e: TimelineEvent) -> Bool {
+        if e.kind == "link.connect-failed" { return true }
+        guard e.kind == "link.disconnected" else { return false }
+        return e.fields.contains { f in
+            if f.name == "code", case .int(let c) = f.value { return c == 0x3E || c == 0x08 }
+            return false
+        }
     }
 
     // MARK: Devices and connections
@@ -157,12 +177,16 @@ public final class TimelineBuilder {
         case .link(let link):
             consumeLink(link, time: t, frame: f)
         case .att(let a):
+            // Vendor diagnostics whose bytes happen to read as ATT (CID 4) are no connection.
+            if isVendorDiagnostics(a.connection) { break }
             let c = connection(a.connection, time: t, frame: f)
             touch(c, time: t, frame: f)
             timeline.connections[c].carriedATT = true
             consumeATT(a, connection: c, time: t, frame: f)
         case .operation(let op):
             switch op {
+            case .mtuExchanged(let key, _, _, _) where isVendorDiagnostics(key), .subscription(let key, _, _, _, _) where isVendorDiagnostics(key):
+                break
             case .mtuExchanged(let key, let client, let server, let mtu):
                 let c = connection(key, time: t, frame: f)
                 timeline.connections[c].mtu = mtu
@@ -186,6 +210,9 @@ public final class TimelineBuilder {
     }
 
     private func consumeLink(_ link: LinkEvent, time t: Int64, frame f: Int) {
+        // ACL data on the vendor diagnostics handle that reads as SMP (CID 6) is no pairing on a
+        // link (ATT and other channels are left out where they are handled).
+        if case .smp(let key, _, _) = link, isVendorDiagnostics(key) { return }
         switch link {
         case .advertising(let r):
             advertising.add(r, time: t, frame: f)
@@ -246,11 +273,24 @@ public final class TimelineBuilder {
             touch(c, time: t, frame: f)
             timeline.connections[c].end = t
             timeline.connections[c].disconnectReason = reason
+            timeline.connections[c].hostDisconnectReason = info.hostDisconnectReason
             liveConnection[info.key] = nil
+            let code = "\(reason.name) (0x\(Hex.string([reason.rawValue])))"
+            var fields = [Field("code", .int(Int(reason.rawValue))), Field("reason", .string(reason.name))]
+            let summary: String
+            if let host = info.hostDisconnectReason {
+                // The host's own command says who ended the link; the event's code is the
+                // controller's (0x16 from real ones, 0x13 from Bumble's virtual controller).
+                let meaning = Meanings.disconnectedByHost(host)
+                summary = "disconnected by this host: it sent Disconnect (\(host.name), 0x\(Hex.string([host.rawValue]))); the controller reported \(code)"
+                fields += [Field("meaning", .string(meaning)), Field("endedBy", .string("host")),
+                           Field("hostCode", .int(Int(host.rawValue))), Field("hostReason", .string(host.name))]
+            } else {
+                summary = "disconnected: \(code): \(Meanings.disconnect(reason))"
+                fields.append(Field("meaning", .string(Meanings.disconnect(reason))))
+            }
             add(TimelineEvent(time: t, device: timeline.connections[c].device, connection: c, lane: .link, kind: "link.disconnected",
-                              summary: "disconnected: \(reason.name) (0x\(Hex.string([reason.rawValue]))): \(Meanings.disconnect(reason))",
-                              fields: [Field("code", .int(Int(reason.rawValue))), Field("reason", .string(reason.name)),
-                                       Field("meaning", .string(Meanings.disconnect(reason)))], frames: [f]))
+                              summary: summary, fields: fields, frames: [f]))
             linkEnded(connection: c, time: t, frame: f)
         case .encryptionChange(let key, let enabled, let status, let keySize):
             let c = connection(key, time: t, frame: f)
@@ -314,7 +354,7 @@ public final class TimelineBuilder {
             // no "no traffic" gap over a busy connection. Vendor diagnostics are not a
             // connection; over the air, a data PDU on an access address never seen connecting is
             // as likely noise as a link: only ATT opens one there.
-            if liveConnection[key] == nil && (key.isLinkLayer || key.isVendorDiagnostics) { break }
+            if isVendorDiagnostics(key) || (liveConnection[key] == nil && key.isLinkLayer) { break }
             touch(connection(key, time: t, frame: f), time: t, frame: f)
         case .encryptionKeySize(let key, let size):
             if let c = liveConnection[key] { timeline.connections[c].keySize = Int(size) }

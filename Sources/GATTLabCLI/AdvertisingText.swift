@@ -26,6 +26,13 @@ enum AdvertisingText {
         if let c = r.channel { s += " ch \(c)" }
         let kind = [r.connectable ? "connectable" : nil, r.scannable ? "scannable" : nil].compactMap { $0 }
         if !kind.isEmpty { s += " " + kind.joined(separator: ",") }
+        if let n = r.fragments {
+            s += r.dataStatus == "truncated" ? " [\(n) reports joined, truncated: the controller lost the rest]" : " [\(n) reports joined]"
+        } else if r.dataStatus == "incomplete" {
+            s += " [continues in the next report]"
+        } else if r.dataStatus == "truncated" {
+            s += " [truncated: the controller lost the rest]"
+        }
         for ad in r.data.structures {
             switch ad {
             case .flags(let f): s += " flags 0x" + Hex.string([f])

@@ -394,6 +394,7 @@ final class EventRenderer {
             self.field("scanResponse", r.scanResponse)
             self.field("legacy", r.legacy)
             if let s = r.dataStatus { self.field("dataStatus", s) }
+            if let n = r.fragments { self.field("fragments", n) }
             if let v = r.rssi { self.field("rssi", Int(v)) }
             if let p = r.primaryPHY { self.field("phy", p.description) }
             if let p = r.secondaryPHY { self.field("secondaryPhy", p.description) }

@@ -41,6 +41,9 @@ public struct AdvertisingReport: Sendable {
     public var legacy = true
     /// Extended reports: "complete", "incomplete" (more reports follow) or "truncated".
     public var dataStatus: String?
+    /// The last report of a chain (extended reports whose data continued in the next ones): how
+    /// many reports the chain had, this one included. `data` is then the joined data.
+    public var fragments: Int?
     public var rssi: Int8?
     public var primaryPHY: LEPHY?
     public var secondaryPHY: LEPHY?
@@ -263,7 +266,9 @@ extension AdvertisingReport {
     /// The reports of one LE Advertising Report (0x02), Directed (0x0B) or Extended (0x0D)
     /// subevent, read per report as Wireshark and BlueZ do. `q` starts at Num_Reports. Returns
     /// the reports decoded and, when the event ends before its reports do, what was wrong.
-    static func decodeHCI(subevent: UInt8, _ q: UnsafeRawBufferPointer) -> (reports: [AdvertisingReport], problem: String?) {
+    /// Extended reports that continue in the next ones are joined in `chains`: see `AdvertisingChains`.
+    static func decodeHCI(subevent: UInt8, _ q: UnsafeRawBufferPointer, controller: UInt16 = 0,
+                          chains: inout AdvertisingChains) -> (reports: [AdvertisingReport], problem: String?) {
         guard let count = q.first else { return ([], "no Num_Reports") }
         var out: [AdvertisingReport] = []
         var i = 1
@@ -325,7 +330,7 @@ extension AdvertisingReport {
                     r.targetAddressType = addressType(q[i + 16])
                     r.targetAddress = BDAddr(littleEndian: q, at: i + 17)
                 }
-                r.data = AdvertisingData(q.slice(i + 24, length), fragment: status != 0)
+                chains.take(&r, q.slice(i + 24, length), status: status, controller: controller)
                 out.append(r)
                 i += 24 + length
             }
@@ -432,6 +437,68 @@ extension AdvertisingReport {
             }
             r.data = AdvertisingData(body.dropping(6))
             return .success(r)
+        }
+    }
+}
+
+/// Extended Advertising Reports whose data continues in the next reports (Data Status 01,
+/// "incomplete, more data to come"), joined per advertiser: the next reports from the same
+/// controller, address, address type, SID and kind (advertising data or scan response) carry the
+/// rest, until one says complete or truncated. Each report keeps its own AD structures (a cut
+/// one is no problem); the last one gets the structures of the whole chain and its length.
+///
+/// Input is hostile: a chain keeps at most `maxData` bytes (the most advertising data an
+/// advertiser can send), and at most `maxChains` chains wait at once, the oldest dropped first.
+struct AdvertisingChains {
+    /// Core 5.x, Vol 4, Part E, 7.8.54: Advertising_Data_Length is at most 1650 octets.
+    static let maxData = 1650
+    static let maxChains = 32
+
+    struct Key: Hashable {
+        var controller: UInt16
+        var address: BDAddr?
+        var addressType: AddressType?
+        var sid: UInt8?
+        var scanResponse: Bool
+    }
+
+    struct Chain {
+        var data: [UInt8] = []
+        var fragments = 0
+        /// Bytes beyond `maxData`, left out.
+        var dropped = 0
+    }
+
+    private(set) var chains: [Key: Chain] = [:]
+    /// Keys in the order their chains began, for dropping the oldest.
+    private var order: [Key] = []
+
+    /// Sets `r.data` from `own`, the report's data, joining it to the chain it continues.
+    /// `status` is the report's Data Status (0 complete, 1 more to come, 2 truncated).
+    mutating func take(_ r: inout AdvertisingReport, _ own: UnsafeRawBufferPointer, status: UInt16, controller: UInt16) {
+        let key = Key(controller: controller, address: r.address, addressType: r.addressType, sid: r.sid, scanResponse: r.scanResponse)
+        let more = status == 1
+        r.data = AdvertisingData(own, fragment: status != 0)
+        guard more || chains[key] != nil else { return }
+        if chains[key] == nil {
+            if chains.count >= Self.maxChains, !order.isEmpty { chains[order.removeFirst()] = nil }
+            order.append(key)
+        }
+        var chain = chains[key] ?? Chain()
+        let room = max(0, Self.maxData - chain.data.count)
+        chain.data.append(contentsOf: own.prefix(room))
+        chain.dropped += own.count - min(room, own.count)
+        chain.fragments += 1
+        if more {
+            chains[key] = chain
+            return
+        }
+        chains[key] = nil
+        order.removeAll { $0 == key }
+        r.fragments = chain.fragments
+        r.data = chain.data.withUnsafeBytes { AdvertisingData($0, fragment: status != 0 || chain.dropped > 0) }
+        if chain.dropped > 0, r.data.problem == nil {
+            r.data.problem = "the \(chain.fragments) reports of the chain carry \(chain.data.count + chain.dropped) bytes, more than the \(Self.maxData) an advertisement can; the last \(chain.dropped) are left out"
         }
     }
 }

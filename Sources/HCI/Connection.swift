@@ -67,6 +67,11 @@ public struct ConnectionInfo: Sendable, Hashable {
     public var disconnectedAt: Int64?
     public var disconnectedFrame: Int?
     public var disconnectReason: HCIStatus?
+    /// This host ended the link: the capture has its HCI_Disconnect for the handle, accepted
+    /// (Command Status success) before the Disconnection Complete. The reason the host gave in
+    /// the command; the event's code is `disconnectReason`, which controllers do not all set
+    /// alike (Bumble's virtual controller says 0x13 where real ones say 0x16).
+    public var hostDisconnectReason: HCIStatus?
     /// Current encryption state, and whether the link was ever encrypted, with the first frame.
     public var encrypted = false
     public var firstEncryptedFrame: Int?

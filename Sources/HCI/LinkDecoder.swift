@@ -46,6 +46,15 @@ public final class LinkDecoder {
     var attChannelRequests: [ConnectionKey: [UInt8: UInt16]] = [:]
     static let maxChannelsPerConnection = 64
     private var completed = UnsafeMutableRawPointer.allocate(byteCount: 65_540, alignment: 16)
+    /// HCI_Disconnect commands waiting for their Command Status, per controller, oldest first
+    /// (Command Status does not name the handle; a controller answers commands in order).
+    var disconnectsAwaitingStatus: [UInt16: [(key: ConnectionKey, reason: HCIStatus)]] = [:]
+    /// Links this host asked to end and whose controller accepted: the reason the host gave.
+    var hostDisconnects: [ConnectionKey: HCIStatus] = [:]
+    static let maxAwaitingDisconnects = 16
+
+    /// Extended advertising reports waiting for the rest of their data.
+    var advertisingChains = AdvertisingChains()
     /// Link-layer state for sniffer captures (see LinkLayerDecoder.swift).
     var linkLayer = LinkLayerState()
     /// Long-term keys to decrypt sniffed encrypted links with (secrets: never printed).
@@ -134,6 +143,7 @@ public final class LinkDecoder {
         dropPending(controller: key.controller, id: key.id)
         attChannels[key] = nil
         attChannelRequests[key] = nil
+        if !hostDisconnects.isEmpty { hostDisconnects[key] = nil }
         if key.isLinkLayer {
             linkLayer.sequence[key.id] = nil
             linkLayer.encryption[key.id] = nil
@@ -344,7 +354,9 @@ public final class LinkDecoder {
         case 0x05:  // Disconnection Complete
             guard !short(4, "Disconnection Complete"), p[0] == 0 else { return }
             let key = ConnectionKey(controller: record.controller, handle: p.u16le(1) & 0x0FFF)
+            let byHost = hostDisconnects.removeValue(forKey: key)
             var info = forget(key) ?? ConnectionInfo(key: key, frame: record.number, time: record.timestamp)
+            info.hostDisconnectReason = byHost
             info.disconnectedAt = record.timestamp
             info.disconnectedFrame = record.number
             info.disconnectReason = HCIStatus(p[3])
@@ -397,6 +409,14 @@ public final class LinkDecoder {
         case 0x0F:  // Command Status
             guard p.count >= 4 else { return }
             let opcode = p.u16le(2)
+            if opcode == 0x0406, var waiting = disconnectsAwaitingStatus[record.controller], !waiting.isEmpty {
+                let asked = waiting.removeFirst()
+                disconnectsAwaitingStatus[record.controller] = waiting.isEmpty ? nil : waiting
+                if p[0] == 0 {
+                    if hostDisconnects.count >= Self.maxConnections { hostDisconnects.removeAll() }
+                    hostDisconnects[asked.key] = asked.reason
+                }
+            }
             if p[0] != 0, HCINames.commands[opcode] != nil {
                 events.append(.commandFailed(opcode: opcode, status: HCIStatus(p[0])))
             }
@@ -454,7 +474,7 @@ public final class LinkDecoder {
             let rand = UInt64(q.u32le(2)) | UInt64(q.u32le(6)) << 32
             events.append(.ltkRequest(key, rand: rand, ediv: q.u16le(10)))
         case 0x02, 0x0B, 0x0D:  // LE Advertising Report, Directed, Extended: every report inside
-            let (reports, problem) = AdvertisingReport.decodeHCI(subevent: sub, q)
+            let (reports, problem) = AdvertisingReport.decodeHCI(subevent: sub, q, controller: record.controller, chains: &advertisingChains)
             for r in reports { events.append(.advertising(r)) }
             if let problem, !record.isCut {
                 events.append(.malformed(nil, .hci, reason: "\(HCINames.leSubevent(sub)): \(problem)"))
@@ -496,6 +516,10 @@ public final class LinkDecoder {
         switch opcode {
         case 0x0406 where p.count >= 3:  // Disconnect
             let key = ConnectionKey(controller: record.controller, handle: p.u16le(0) & 0x0FFF)
+            var waiting = disconnectsAwaitingStatus[record.controller, default: []]
+            if waiting.count >= Self.maxAwaitingDisconnects { waiting.removeFirst() }
+            waiting.append((key, HCIStatus(p[2])))
+            disconnectsAwaitingStatus[record.controller] = waiting
             events.append(.disconnectCommand(key, reason: HCIStatus(p[2])))
         case 0x200D where p.count >= 12:  // LE Create Connection
             events.append(.createConnection(peer: BDAddr(littleEndian: p, at: 6), peerType: p[5]))

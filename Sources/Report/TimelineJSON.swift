@@ -167,7 +167,10 @@ public enum TimelineJSON {
             w.key("disconnect")
             if let r = c.disconnectReason {
                 w.beginObject()
-                w.field("code", Int(r.rawValue)); w.field("name", r.name); w.field("meaning", Meanings.disconnect(r))
+                w.field("code", Int(r.rawValue)); w.field("name", r.name); w.field("meaning", c.disconnectMeaning ?? Meanings.disconnect(r))
+                if let host = c.hostDisconnectReason {
+                    w.field("endedBy", "host"); w.field("hostCode", Int(host.rawValue)); w.field("hostReason", host.name)
+                }
                 w.endObject()
             } else {
                 w.null()

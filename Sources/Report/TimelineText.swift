@@ -76,7 +76,11 @@ public enum TimelineText {
                     if c.classic { line += ", BR/EDR" }
                     if !c.classic || c.carriedATT { line += ", MTU \(c.mtu)" }
                     line += c.encryptedAt != nil ? ", encrypted" + (c.paired ? " after pairing" : "") : ", not encrypted"
-                    if let r = c.disconnectReason { line += ", ended: \(r.name) (0x\(Hex.string([r.rawValue])))" }
+                    if let h = c.hostDisconnectReason {
+                        line += ", ended by this host (Disconnect: \(h.name), 0x\(Hex.string([h.rawValue])))"
+                    } else if let r = c.disconnectReason {
+                        line += ", ended: \(r.name) (0x\(Hex.string([r.rawValue])))"
+                    }
                     out += line + "\n"
                 }
             }

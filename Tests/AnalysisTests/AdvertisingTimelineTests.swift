@@ -37,6 +37,16 @@ final class AdvertisingTimelineTests: XCTestCase {
             recorder.event(0x3E, p, at: time)
         }
 
+        /// One LE Extended Advertising Report (AUX_ADV_IND, connectable, SID 0) from `address`
+        /// with Data Status `status` (0 complete, 1 more to come, 2 truncated).
+        mutating func extended(_ address: [UInt8], rssi: Int8, status: UInt16, data: [UInt8], after: Int64 = 10_000) {
+            time += after
+            let type = 0x0001 | status << 5
+            var p: [UInt8] = [0x0D, 1, UInt8(type & 0xFF), UInt8(type >> 8), 0x01] + address.reversed()
+            p += [0x01, 0x02, 0x00, 0x7F, UInt8(bitPattern: rssi), 0, 0, 0, 0, 0, 0, 0, 0, 0, UInt8(data.count)] + data
+            recorder.event(0x3E, p, at: time)
+        }
+
         func timeline() -> Timeline { recorder.timeline() }
     }
 
@@ -67,6 +77,25 @@ final class AdvertisingTimelineTests: XCTestCase {
         XCTAssertEqual(t.advertising?.reports, 30)
     }
 
+    /// Extended reports that continue in the next ones: the device's summary reads the joined
+    /// data (the 128-bit service cut across the first two reports, the name across the last
+    /// two), each report still counts once, and a cut structure is no problem.
+    func testTheSummaryReadsTheJoinedDataOfChainedReports() throws {
+        var log = Log()
+        let name = Array("chained-provisioner".utf8)
+        let whole = nrf7AD + [UInt8(name.count + 1), 0x09] + name + [0x00, 0x00]
+        let parts = [Array(whole[0..<12]), Array(whole[12..<40]), Array(whole[40...])]
+        for (i, part) in parts.enumerated() { log.extended(nrf7, rssi: -60, status: i < 2 ? 1 : 0, data: part) }
+        let t = log.timeline()
+        let d = try XCTUnwrap(t.devices.first { $0.address == "F4:01:02:03:04:05" })
+        let a = try XCTUnwrap(d.advertising)
+        XCTAssertEqual(a.reports, 3)
+        XCTAssertEqual(t.advertising?.reports, 3)
+        XCTAssertEqual(a.names, ["nrf7-prov", "chained-provisioner"])
+        XCTAssertEqual(a.services, [NRF7.service])
+        XCTAssertEqual(a.protocols, ["nrf7"])
+    }
+
     func testConnectingToAnAddressNeverHeardAdvertising() {
         var log = Log()
         log.advertise(other, rssi: -50)
@@ -93,6 +122,47 @@ final class AdvertisingTimelineTests: XCTestCase {
         strong.createConnection(other)
         strong.connectionFailed(other)
         XCTAssertFalse(strong.timeline().findings.contains { $0.id == "adv.weak-signal" })
+    }
+
+    /// The signal is judged in the window before the failure (the last 10 s, at most 20
+    /// reports), not over the whole capture: strong for 40 s and weak only in the last 2.4 s
+    /// before the failed connection is a weak signal; weak for 40 s and strong at the failure is not.
+    func testTheWeakSignalIsJudgedJustBeforeTheFailure() throws {
+        var walkedAway = Log()
+        for _ in 0..<40 { walkedAway.advertise(other, rssi: -50, after: 1_000_000) }
+        for _ in 0..<12 { walkedAway.advertise(other, rssi: -95, after: 200_000) }
+        walkedAway.createConnection(other)
+        walkedAway.connectionFailed(other)
+        let t = walkedAway.timeline()
+        let d = try XCTUnwrap(t.devices.first { $0.address == "C0:11:12:13:14:15" })
+        XCTAssertEqual(d.advertising?.rssiMedian, -50, "the whole capture was strong")
+        let w = try XCTUnwrap(d.advertising?.failureWindows.first)
+        XCTAssertEqual(w.reports, 20, "12 weak reports and the 8 strong ones of the 10 s before, at most 20")
+        XCTAssertEqual(w.rssiMedian, -95)
+        let finding = try XCTUnwrap(t.findings.first { $0.id == "adv.weak-signal" })
+        XCTAssertTrue(finding.evidence.hasPrefix("in the 10 s before the failed connection"), finding.evidence)
+        XCTAssertTrue(finding.evidence.contains("median of -95 dBm"), finding.evidence)
+        XCTAssertEqual(finding.time, w.time)
+
+        var cameCloser = Log()
+        for _ in 0..<40 { cameCloser.advertise(other, rssi: -95, after: 1_000_000) }
+        for _ in 0..<12 { cameCloser.advertise(other, rssi: -50, after: 200_000) }
+        cameCloser.createConnection(other)
+        cameCloser.connectionFailed(other)
+        let c = cameCloser.timeline()
+        XCTAssertEqual(c.devices.first { $0.address == "C0:11:12:13:14:15" }?.advertising?.rssiMedian, -95)
+        XCTAssertFalse(c.findings.contains { $0.id == "adv.weak-signal" }, "strong when it failed")
+    }
+
+    /// Nothing heard in the window before the failure: the whole capture is judged, and the finding says so.
+    func testWithoutReportsJustBeforeTheFailureTheWholeCaptureIsJudged() throws {
+        var log = Log()
+        for _ in 0..<9 { log.advertise(other, rssi: -94) }
+        log.time += 60_000_000
+        log.createConnection(other)
+        log.connectionFailed(other)
+        let finding = try XCTUnwrap(log.timeline().findings.first { $0.id == "adv.weak-signal" })
+        XCTAssertTrue(finding.evidence.hasPrefix("over the whole capture"), finding.evidence)
     }
 
     func testAProvisioningDeviceThatStoppedAdvertisingWhileTheScanWentOn() {

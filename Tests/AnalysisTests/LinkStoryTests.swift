@@ -122,6 +122,47 @@ final class LinkStoryTests: XCTestCase {
         XCTAssertEqual(timeline(only).devices.first?.outcome, .failed)
     }
 
+    /// Who ended a link: this host's own HCI_Disconnect for the handle, accepted (Command Status
+    /// success) before the Disconnection Complete, says the host did, whatever code the event
+    /// carries (Bumble's virtual controller says 0x13 "remote user" there); without one, or
+    /// when the controller refused it, or for another handle, the event's code tells.
+    func testTheHostsOwnDisconnectSaysItEndedTheLink() throws {
+        func story(_ steps: (inout HCIRecorder) -> Void) throws -> (TimelineConnection, TimelineEvent) {
+            var r = HCIRecorder(handle: 0x0040, aclBufferSize: 27)
+            r.connectionComplete(peer: peer, interval: 24, at: 1_000_000)
+            steps(&r)
+            r.disconnectionComplete(reason: 0x13, at: 3_000_000)
+            let t = timeline(r)
+            return (try XCTUnwrap(t.connections.first), try XCTUnwrap(t.events.first { $0.kind == "link.disconnected" }))
+        }
+        let (byHost, event) = try story { r in
+            r.command(0x0406, r.handleBytes + [0x15], at: 2_000_000)
+            r.commandStatus(0x0406, at: 2_000_100)
+        }
+        XCTAssertEqual(byHost.disconnectReason?.rawValue, 0x13, "the event's code stays")
+        XCTAssertEqual(byHost.hostDisconnectReason?.rawValue, 0x15)
+        XCTAssertEqual(byHost.disconnectMeaning, "this host hung up: it sent Disconnect (Remote Device Terminated Connection due to Power Off, 0x15)")
+        XCTAssertTrue(event.summary.hasPrefix("disconnected by this host: it sent Disconnect ("), event.summary)
+        XCTAssertTrue(event.summary.hasSuffix("the controller reported Remote User Terminated Connection (0x13)"), event.summary)
+        XCTAssertTrue(event.fields.contains { f in if case .string("host") = f.value { f.name == "endedBy" } else { false } })
+
+        let (peerHungUp, e2) = try story { _ in }
+        XCTAssertNil(peerHungUp.hostDisconnectReason)
+        XCTAssertTrue(e2.summary.contains("the peer hung up"), e2.summary)
+        let (refused, _) = try story { r in
+            r.command(0x0406, r.handleBytes + [0x13], at: 2_000_000)
+            r.event(0x0F, [0x0C, 0x01, 0x06, 0x04], at: 2_000_100)  // Command Disallowed
+        }
+        XCTAssertNil(refused.hostDisconnectReason)
+        let (otherHandle, _) = try story { r in
+            r.command(0x0406, [0x41, 0x00, 0x13], at: 2_000_000)
+            r.commandStatus(0x0406, at: 2_000_100)
+        }
+        XCTAssertNil(otherHandle.hostDisconnectReason)
+        let (noStatus, _) = try story { r in r.command(0x0406, r.handleBytes + [0x13], at: 2_000_000) }
+        XCTAssertNil(noStatus.hostDisconnectReason, "a command the capture never saw accepted says nothing")
+    }
+
     /// BR/EDR Connection Complete (0x03): status, handle, address, link type ACL, no encryption.
     func classicConnection(_ r: inout HCIRecorder, at t: Int64) {
         r.event(0x03, [0x00] + r.handleBytes + peer + [0x01, 0x00], at: t)

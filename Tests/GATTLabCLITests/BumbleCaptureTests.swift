@@ -69,6 +69,34 @@ final class BumbleCaptureTests: XCTestCase {
         }
     }
 
+    /// Bumble's virtual controller reports 0x13 (Remote User Terminated) in the Disconnection
+    /// Complete the central's host receives even when that host sent HCI_Disconnect: the
+    /// timeline says this host ended those links (the command and its Command Status are in the
+    /// capture) and keeps 0x13 as the event's code; sensor-truncated, whose peer hung up (no
+    /// Disconnect from this host), is still the peer's doing.
+    func testWhoEndedTheLinkFollowsTheHostsOwnDisconnect() throws {
+        let set = try BumbleCaptures.shared()
+        XCTAssertTrue(set.manifest.contains { $0.name == "sensor-truncated" })
+        for capture in set.manifest {
+            let r = try Harness.gattlab(["timeline", "--format", "json", set.path(capture)])
+            XCTAssertEqual(r.status, 0, "\(capture.name): \(r.stderr)")
+            let doc = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
+            let ends = try XCTUnwrap(doc["connections"] as? [[String: Any]]).compactMap { $0["disconnect"] as? [String: Any] }
+            XCTAssertFalse(ends.isEmpty, capture.name)
+            for end in ends {
+                XCTAssertEqual(end["code"] as? Int, 0x13, "\(capture.name): Bumble's code")
+                if capture.name == "sensor-truncated" {
+                    XCTAssertNil(end["endedBy"], capture.name)
+                    XCTAssertEqual(end["meaning"] as? String, "the peer hung up (the device or the app on the other side closed the link)", capture.name)
+                } else {
+                    XCTAssertEqual(end["endedBy"] as? String, "host", capture.name)
+                    XCTAssertEqual(end["hostCode"] as? Int, 0x13, capture.name)
+                    XCTAssertTrue((end["meaning"] as? String)?.hasPrefix("this host hung up") == true, "\(capture.name): \(end)")
+                }
+            }
+        }
+    }
+
     func testProvisioningTimelines() throws {
         let set = try BumbleCaptures.shared()
         for capture in set.manifest where capture.proto != "sensor" {

@@ -93,6 +93,99 @@ final class AdvertisingTests: XCTestCase {
         XCTAssertEqual(ext.data.structures, [.flags(6)])
     }
 
+    // MARK: Chained extended reports
+
+    /// One LE Extended Advertising Report: connectable, not legacy (AUX_ADV_IND), Data Status
+    /// `status` (0 complete, 1 more to come, 2 truncated), random address `address`, SID `sid`.
+    func extended(_ data: [UInt8], status: UInt16, address: [UInt8]? = nil, sid: UInt8 = 3, scanResponse: Bool = false, rssi: UInt8 = 0xC0) -> [UInt8] {
+        let type = 0x0001 | (scanResponse ? 0x0008 : 0) | status << 5
+        var p: [UInt8] = [1, UInt8(type & 0xFF), UInt8(type >> 8), 0x01] + (address ?? self.address)
+        p += [0x01, 0x02, sid, 0x7F, rssi, 0x00, 0x00, 0x00] + [0, 0, 0, 0, 0, 0] + [UInt8(data.count)] + data
+        return [0x3E, UInt8(truncatingIfNeeded: p.count + 1), 0x0D] + p
+    }
+
+    /// AD structures split across three reports (the name cut after its type, the service data
+    /// cut mid-value): each report is reported; the last one carries the joined structures and
+    /// the chain's length, and nobody calls the cut structures malformed.
+    func testAChainOfExtendedReportsIsJoinedOnItsLastReport() throws {
+        let whole = ad + [0x0E, 0x09] + Array("Long-name-XYZ".utf8) + [0x02, 0x01, 0x04]
+        let parts = [Array(whole[0..<7]), Array(whole[7..<30]), Array(whole[30...])]
+        let decoder = LinkDecoder()
+        var got: [AdvertisingReport] = []
+        for (i, part) in parts.enumerated() {
+            // Another advertiser's complete report in between does not break the chain.
+            if i == 1 { got += reports(decoder.feed(.event, extended([0x02, 0x01, 0x06], status: 0, address: [1, 2, 3, 4, 5, 0xC6]))) }
+            let d = decoder.feed(.event, extended(part, status: i < 2 ? 1 : 0), number: i + 2)
+            XCTAssertEqual(d.malformedLayers, [])
+            got += reports(d)
+        }
+        XCTAssertEqual(got.count, 4, "one report per report")
+        let mine = got.filter { $0.address?.description == "C1:02:03:04:05:06" }
+        XCTAssertEqual(mine.map(\.dataStatus), ["incomplete", "incomplete", "complete"])
+        XCTAssertEqual(mine.map(\.fragments), [nil, nil, 3])
+        XCTAssertEqual(mine.map(\.problem), [nil, nil, nil])
+        XCTAssertEqual(mine[0].data.structures, [.flags(6)], "the first report keeps what fits whole")
+        let last = try XCTUnwrap(mine.last)
+        XCTAssertEqual(last.data.structures.count, 10)
+        XCTAssertEqual(last.data.structures[1], .localName("Speaker", complete: true), "cut across reports 1 and 2")
+        XCTAssertEqual(last.data.structures[5], .serviceData(BluetoothUUID(uuid16: 0xFEAA), [0x10, 0x20]), "cut across reports 2 and 3")
+        XCTAssertEqual(last.data.structures[8], .localName("Long-name-XYZ", complete: true))
+        XCTAssertEqual(got.first { $0.address?.description == "C6:05:04:03:02:01" }?.fragments, nil)
+        XCTAssertTrue(decoder.advertisingChains.chains.isEmpty, "a finished chain is forgotten")
+    }
+
+    /// A chain the controller ended as truncated: the last report says so, and a structure cut
+    /// at the end is not a problem; a new chain after it starts afresh.
+    func testATruncatedChainIsNamedAndStartsNoLaterChain() throws {
+        let decoder = LinkDecoder()
+        decoder.feed(.event, extended([0x02, 0x01, 0x06, 0x0A, 0x09, 0x41, 0x42], status: 1))
+        let cut = try XCTUnwrap(reports(decoder.feed(.event, extended([0x43, 0x44], status: 2))).first)
+        XCTAssertEqual(cut.dataStatus, "truncated")
+        XCTAssertEqual(cut.fragments, 2)
+        XCTAssertEqual(cut.data.structures, [.flags(6)])
+        XCTAssertNil(cut.problem)
+        let next = try XCTUnwrap(reports(decoder.feed(.event, extended([0x02, 0x01, 0x02], status: 0))).first)
+        XCTAssertNil(next.fragments)
+        XCTAssertEqual(next.data.structures, [.flags(2)])
+    }
+
+    /// Scan response and advertising data of one advertiser, or two SIDs, are separate chains.
+    func testChainsAreKeptApartBySIDAndScanResponse() throws {
+        let decoder = LinkDecoder()
+        decoder.feed(.event, extended([0x02, 0x01], status: 1, sid: 1))
+        decoder.feed(.event, extended([0x03, 0x09], status: 1, sid: 1, scanResponse: true))
+        decoder.feed(.event, extended([0x03, 0x09], status: 1, sid: 2))
+        let rsp = try XCTUnwrap(reports(decoder.feed(.event, extended([0x41, 0x42], status: 0, sid: 1, scanResponse: true))).first)
+        XCTAssertEqual(rsp.data.localName, "AB")
+        let sid2 = try XCTUnwrap(reports(decoder.feed(.event, extended([0x43, 0x44], status: 0, sid: 2))).first)
+        XCTAssertEqual(sid2.data.localName, "CD")
+        let adv = try XCTUnwrap(reports(decoder.feed(.event, extended([0x06], status: 0, sid: 1))).first)
+        XCTAssertEqual(adv.data.structures, [.flags(6)])
+        XCTAssertEqual([rsp, sid2, adv].map(\.fragments), [2, 2, 2])
+    }
+
+    /// Hostile input: a chain that never ends keeps at most 1650 bytes and the last report says
+    /// what was left out; chains that never end are at most `maxChains`, the oldest dropped.
+    func testChainsAreBounded() throws {
+        let decoder = LinkDecoder()
+        let filler = [UInt8](repeating: 0, count: 200)  // zero lengths: padding, no structures
+        for _ in 0..<20 { decoder.feed(.event, extended(filler, status: 1)) }
+        XCTAssertEqual(decoder.advertisingChains.chains.values.first?.data.count, AdvertisingChains.maxData)
+        let last = try XCTUnwrap(reports(decoder.feed(.event, extended(filler, status: 0))).first)
+        XCTAssertEqual(last.fragments, 21)
+        XCTAssertTrue(last.problem?.contains("1650") == true, last.problem ?? "no problem")
+        for i in 0..<1000 {
+            decoder.feed(.event, extended([0x02, 0x01], status: 1, address: [UInt8(i & 0xFF), UInt8(i >> 8), 0, 0, 0, 0xC0]))
+        }
+        XCTAssertEqual(decoder.advertisingChains.chains.count, AdvertisingChains.maxChains)
+        // The oldest were dropped: the first address's chain is gone, the last one's is joined.
+        let old = try XCTUnwrap(reports(decoder.feed(.event, extended([0x06], status: 0, address: [0, 0, 0, 0, 0, 0xC0]))).first)
+        XCTAssertNil(old.fragments)
+        let recent = try XCTUnwrap(reports(decoder.feed(.event, extended([0x06], status: 0, address: [0xE7, 0x03, 0, 0, 0, 0xC0]))).first)
+        XCTAssertEqual(recent.fragments, 2)
+        XCTAssertEqual(recent.data.structures, [.flags(6)])
+    }
+
     // MARK: Sniffers
 
     func advPDU(_ type: UInt8, txRandom: Bool = true, _ body: [UInt8], length: Int? = nil) -> [UInt8] {
