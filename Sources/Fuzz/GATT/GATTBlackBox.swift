@@ -74,6 +74,7 @@ public enum GATTBlackBox {
                             await kept.link.close()
                         }
                     }
+                    if state.takeDisturbed() { await GATTHealth.settle(connect(), timeout: timeout) }
                     let session = GATTSession(link: connect(), state: state, features: f)
                     let outcome = await session.run(ops)
                     state.keep(await session.keep(after: outcome))
@@ -101,6 +102,7 @@ public enum GATTBlackBox {
                 let outcome: (FuzzOutcome, Recording) = blocking {
                     // A device serves one central at a time: the link the last input kept goes first.
                     if let kept = state.takeKept() { await kept.link.close() }
+                    if state.takeDisturbed() { await GATTHealth.settle(connect(), timeout: timeout) }
                     // A device that just crashed takes a moment to accept again, and may drop a
                     // link it took while it restarts: up to three tries, each recorded afresh, so
                     // the capture starts with a whole discovery.

@@ -99,6 +99,12 @@ final class GATTCampaignState: @unchecked Sendable {  // guarded by lock
     /// The link the last input left up for the next (see `GATTSession.keep`).
     private var keptLink: KeptLink?
     func keep(_ link: KeptLink?) { lock.withLock { keptLink = link } }
+
+    /// The last input ended in a finding (the device hung, crashed, or broke a rule): the next
+    /// one waits until the device is back and answering (`GATTHealth.settle`).
+    private var disturbed = false
+    func markDisturbed() { lock.withLock { disturbed = true } }
+    func takeDisturbed() -> Bool { lock.withLock { defer { disturbed = false }; return disturbed } }
     func takeKept() -> KeptLink? { lock.withLock { defer { keptLink = nil }; return keptLink } }
 
     func setLast(_ r: Recording) { lock.withLock { recording = r } }
@@ -182,6 +188,7 @@ final class GATTSession: @unchecked Sendable {
             return KeptLink(link: link, mtu: mtu, largestMTU: largestMTU, clientMTU: clientMTU, exchanged: exchanged, encrypted: encrypted,
                             subscribed: subscribed)
         }
+        if outcome.isFinding { state.markDisturbed() }
         await link.close()
         return nil
     }
@@ -743,6 +750,24 @@ struct GATTHealth {
               let reply = try? await link.receive(within: timeout), reply.first == 0x0B else { return GATTHealth(back: true) }
         let status = SpeakerOTA.Status.decode(Array(reply.dropFirst())).0
         return GATTHealth(back: true, state: status.flatMap(\.state).map { "\($0)" })
+    }
+
+    /// Waits, up to two seconds of wall time, until the device accepts a link and answers a
+    /// request on it (Find Information on handle 1, which any server answers). A device that hung
+    /// may reboot only once the hung link is gone, and drop a link it took meanwhile: the next
+    /// input would meet that restart and tell another fault than its own.
+    static func settle(_ link: any TimedATTBearer & LinkControl, timeout: Int64) async {
+        let deadline = Date().addingTimeInterval(2)
+        repeat {
+            if await GATTSession.connect(link),
+               (try? await link.send(ATTPDU.findInformationRequest(startHandle: 1, endHandle: 1).encode())) != nil,
+               let reply = try? await link.receive(within: timeout), reply.first == 0x05 || reply.first == 0x01 {
+                await link.close()
+                return
+            }
+            await link.close()
+            try? await Task.sleep(nanoseconds: 20_000_000)
+        } while Date() < deadline
     }
 
     func sentence(before: String) -> String {
