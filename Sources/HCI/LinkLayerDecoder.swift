@@ -83,8 +83,15 @@ extension LinkDecoder {
         touch(key, record)
         var short = false
         if length > available {
+            // The length byte says more than the sniffer received (damaged on air, or a peer
+            // lying about it). What is there is read, as Wireshark reads it: a complete L2CAP PDU
+            // whose LL length runs past the bytes is malformed (its L2CAP dissector is handed the
+            // declared length); a continuation is an unreassembled fragment and a control PDU is
+            // read by its own fields, neither of them an error: for those the oddity is a note.
             if !record.isCut {
-                events.append(.malformed(key, .linkLayer, reason: "LL length \(length) exceeds the \(available) bytes present"))
+                let reason = "LL length \(length) exceeds the \(available) bytes present"
+                events.append(llid == 0x2 ? .malformed(key, .linkLayer, reason: reason)
+                                          : .note(key, .linkLayer, reason + "; read as far as it goes"))
             }
             length = available
             short = true
@@ -108,12 +115,10 @@ extension LinkDecoder {
         switch llid {
         case 0x2:
             guard length > 0 else { return }
-            guard payload.count >= 2 else {
-                events.append(.malformed(key, .l2cap, reason: "L2CAP start of \(payload.count) byte has no length"))
-                return
-            }
-            let total = 4 + Int(payload.u16le(0))
-            if total <= length {
+            // A start of one byte holds half of the L2CAP length: its total is known once a
+            // continuation brings the other half (Wireshark shows it as an L2CAP Fragment Start).
+            let total = payload.count >= 2 ? 4 + Int(payload.u16le(0)) : nil
+            if let total, total <= length {
                 // Complete: decoded at once, retransmission or not, leaving any pending PDU alone.
                 deliverL2CAP(key, direction: direction, sdu: payload, record: record)
             } else if !retransmission {
@@ -195,7 +200,7 @@ extension LinkDecoder {
             return nil
         }
         if linkLayerKeys.isEmpty { return report(.noKey) }
-        if short && !record.isCut {
+        if short && !record.isCut && llid == 0x2 {
             // Its length is already reported as malformed: damaged, nothing to decrypt.
             return nil
         }

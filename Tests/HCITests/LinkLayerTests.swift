@@ -211,6 +211,48 @@ final class LinkLayerTests: XCTestCase {
         XCTAssertFalse(cut.malformedLayers.contains(.linkLayer), cut.summary)
     }
 
+    /// As Wireshark reads such packets (SweynTooth's LL length attacks, a length byte damaged on
+    /// air): a control PDU is read by its own fields and a continuation is a fragment of the bytes
+    /// there, each with a note, not a malformed verdict (only a complete L2CAP PDU is, above).
+    func testLLLengthLargerThanBytesPresentOnControlAndContinuation() {
+        let d = connected()
+        // LL_VERSION_IND with an LL length of 114 over its 6 bytes.
+        let version = feed(d, pdu(llid: 3, sn: 0, [0x0C, 0x08, 0x00, 0x00, 0x00, 0x00], length: 114), .centralToPeripheral, number: 2)
+        XCTAssertEqual(version.malformedLayers, [], version.summary)
+        XCTAssertTrue(version.events.contains { if case .llControl(_, _, 0x0C) = $0 { true } else { false } }, version.summary)
+        XCTAssertTrue(version.events.contains { if case .note(llKey, .linkLayer, let t) = $0 { t.hasPrefix("LL length 114 exceeds the 6 bytes present") } else { false } },
+                      version.summary)
+        // A start, then a continuation whose LL length says 132 over its 10 bytes: the bytes
+        // there complete the PDU.
+        feed(d, pdu(llid: 2, sn: 1, Array(writePDU[0..<17])), .centralToPeripheral, number: 3)
+        let rest = feed(d, pdu(llid: 1, sn: 0, Array(writePDU[17...]), length: 132), .centralToPeripheral, number: 4)
+        XCTAssertEqual(rest.malformedLayers, [], rest.summary)
+        XCTAssertEqual(rest.payload, write, rest.summary)
+        XCTAssertTrue(rest.events.contains { if case .note(_, .linkLayer, _) = $0 { true } else { false } }, rest.summary)
+    }
+
+    /// A start fragment of one byte holds half the L2CAP length (SweynTooth's invalid fragment):
+    /// a start whose length the next fragment completes, as Wireshark's "L2CAP Fragment Start".
+    func testOneByteStartWaitsForTheRestOfItsLength() {
+        let d = connected()
+        let start = feed(d, pdu(llid: 2, sn: 0, [writePDU[0]]), .centralToPeripheral, number: 2)
+        XCTAssertEqual(start.malformedLayers, [], start.summary)
+        XCTAssertEqual(d.pending.count, 1)
+        XCTAssertNil(d.pending.values.first?.total)
+        let middle = feed(d, pdu(llid: 1, sn: 1, Array(writePDU[1..<9])), .centralToPeripheral, number: 3)
+        XCTAssertEqual(middle.malformedLayers, [], middle.summary)
+        XCTAssertEqual(d.pending.values.first?.total, writePDU.count)
+        let last = feed(d, pdu(llid: 1, sn: 0, Array(writePDU[9...])), .centralToPeripheral, number: 4)
+        XCTAssertEqual(last.malformedLayers, [], last.summary)
+        XCTAssertEqual(last.payload, write, last.summary)
+        // One never continued is an unfinished PDU when the next fragmented start comes.
+        feed(d, pdu(llid: 2, sn: 1, [0x07]), .centralToPeripheral, number: 5)
+        let next = feed(d, pdu(llid: 2, sn: 0, Array(writePDU[0..<17])), .centralToPeripheral, number: 6)
+        XCTAssertTrue(next.events.first?.malformed?.reason.contains("L2CAP PDU started at frame 5 was never completed (1 bytes, its length never known)") ?? false,
+                      next.summary)
+        XCTAssertEqual(d.pending.values.first?.total, writePDU.count)
+    }
+
     func testTooShortForHeaderAndCRC() {
         let out = feed(LinkDecoder(), [0x2A, 0x4B, 0x65, 0x50, 0x01, 0x00, 0xC1, 0xC2], .centralToPeripheral, number: 1)
         XCTAssertEqual(out.malformedLayers, [.linkLayer], out.summary)
