@@ -59,7 +59,7 @@ extension LinkDecoder {
         }
         let crcBytes = ll.hasCRC ? 3 : 0
         // On the LE Coded PHY the Coding Indicator sits between the access address and the header.
-        let h = ll.coded ? 5 : 4
+        let h = ll.pduOffset
         let d = record.data
         guard d.count >= h + 2 + crcBytes else {
             events.append(.malformed(nil, .linkLayer, reason: "link-layer packet of \(d.count) bytes is shorter than access address, header and CRC"))
