@@ -51,6 +51,9 @@ public final class LinkDecoder {
     var linkLayer = LinkLayerState()
     /// Long-term keys to decrypt sniffed encrypted links with (secrets: never printed).
     public var linkLayerKeys: [LinkLayerKey]
+    /// Recover the keys of sniffed legacy pairings (TK, STK, distributed LTKs) and decrypt with
+    /// them, as crackle does (see LinkLayerPairing.swift).
+    public var recoversPairingKeys = true
     /// The plaintext of the last decrypted link-layer PDU: `payload` may point into it.
     let decrypted = UnsafeMutableRawBufferPointer.allocate(byteCount: 256, alignment: 16)
 
@@ -138,6 +141,8 @@ public final class LinkDecoder {
         if key.isLinkLayer {
             linkLayer.sequence[key.id] = nil
             linkLayer.encryption[key.id] = nil
+            linkLayer.pairing[key.id] = nil
+            linkLayer.addresses[key.id] = nil
         }
         return connections.removeValue(forKey: key)
     }
@@ -270,6 +275,7 @@ public final class LinkDecoder {
             switch SMPPDU.decode(body) {
             case .success(let pdu):
                 events.append(.smp(key, direction, tracksOrigins ? pdu.located(bodyOrigin(body)) : pdu))
+                followPairing(key, direction: direction, body, pdu: pdu, frame: record.number)
             case .failure(let reason):
                 events.append(.malformed(key, .smp, reason: reason.text))
             }
