@@ -167,6 +167,9 @@ public enum Redactor {
         do { reader = try openCapture(path) } catch { throw .input(error) }
         let decoder = makeDecoder()
         decoder.tracksOrigins = true
+        // Only bytes the file holds can be overwritten: what a sniffed legacy pairing's keys
+        // would decrypt is ciphertext in the file, left as it is (as without --ltk).
+        decoder.link.recoversPairingKeys = false
         let profiles = ProfileDecoder(configuration: options.configuration)
         let auditor = Auditor(source: path, format: reader.format.description)
         var anonymizer = anonymize ? Anonymizer(key: options.anonymizationKey ?? randomKey(), replaceNames: options.replaceNames) : nil
