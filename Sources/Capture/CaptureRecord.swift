@@ -46,6 +46,10 @@ public struct LinkLayerInfo: Sendable, Hashable {
     /// Sent on the LE Coded PHY: a Coding Indicator byte follows the access address (nRF
     /// Sniffer says so in its flags).
     public var coded = false
+    /// Where the PDU header starts in the record's data: after the access address and, on the
+    /// Coded PHY, the Coding Indicator. The CRC covers the PDU from here on (not the indicator).
+    /// Every reader of sniffed packets (decoding, redaction) finds the header here.
+    public var pduOffset: Int { coded ? 5 : 4 }
     /// The PDU type field of DLT 256's flags, when present.
     public var pduType: UInt8?
     /// The PHY the sniffer received on, as HCI numbers them (1 LE 1M, 2 LE 2M, 3 LE Coded), when it says.

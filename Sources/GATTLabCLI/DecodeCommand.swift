@@ -35,7 +35,10 @@ struct DecodeCommand: ParsableCommand {
 
             Sniffed links (nRF Sniffer, Ubertooth) that are encrypted show a line per PDU that \
             stays encrypted and why; --ltk or --ltk-file decrypts them (AES-CCM with the session \
-            key of LL_ENC_REQ/LL_ENC_RSP), and what they carry is decoded like any other traffic.
+            key of LL_ENC_REQ/LL_ENC_RSP), and what they carry is decoded like any other traffic. \
+            A sniffed LE legacy pairing gives its keys away: its TK is recovered (Just Works or \
+            passkey), its STK decrypts the pairing and the LTK distributed there the later links \
+            (--no-pairing-keys turns this off); notes say which key decrypted what, never the key.
             """ + "\n\n" + ExitStatus.help([.success, .usage, .badInput, .noInput, .noMatch]))
 
     @Option(name: .long, help: "Output format: text for people, json for machines (JSON Lines).")
@@ -80,6 +83,7 @@ struct DecodeCommand: ParsableCommand {
             renderer.attOnly = attOnly
             let decoder = try options.makeDecoder()
             decoder.link.linkLayerKeys = keys
+            decoder.link.recoversPairingKeys = !linkKeys.noPairingKeys
             let profiles = ProfileDecoder(configuration: options.profileConfiguration())
             var decoded = 0
             var progress = Progress(path: file)

@@ -302,6 +302,8 @@ final class EventRenderer {
             return (key, "malformed", ("malformed", "[malformed \(layer.rawValue)] \(reason)", " "), [("layer", layer.rawValue), ("reason", reason)])
         case .text(let t):
             return (nil, "note", ("note", "note: \(t)", " "), [("text", t)])
+        case .note(let key, let layer, let t):
+            return (key, "note", ("note", "note \(layer.rawValue): \(t)", " "), [("layer", layer.rawValue), ("text", t)])
         case .advertising(let r):
             return (nil, "adv", ("adv", AdvertisingText.line(r), " "), [])
         case .l2cap(let key, let cid, let direction):

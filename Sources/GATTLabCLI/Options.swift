@@ -182,6 +182,11 @@ struct LinkKeyOptions: ParsableArguments {
         valueName: "file"))
     var ltkFile: String?
 
+    @Flag(name: .customLong("no-pairing-keys"), help: ArgumentHelp(
+        "Do not recover keys from sniffed LE legacy pairings.",
+        discussion: "By default, as crackle does, the TK of a legacy pairing is found from its confirm and random values (Just Works, or a passkey by trying all 1,000,000), its STK decrypts the rest of the pairing, and the LTKs distributed there decrypt the pair's later links (by EDIV and Rand). Keys are never printed."))
+    var noPairingKeys = false
+
     func validate() throws {
         for text in ltk where LinkLayerKey.parseLTK(Substring(text)) == nil {
             throw ValidationError("--ltk takes 32 hex digits (a 16-byte key, most significant octet first)")

@@ -102,6 +102,7 @@ struct TimelineCommand: ParsableCommand {
         let decoderFactory = {
             let decoder = try options.makeDecoder()
             decoder.link.linkLayerKeys = keys
+            decoder.link.recoversPairingKeys = !linkKeys.noPairingKeys
             return decoder
         }
         _ = try decoderFactory()  // a bad --gatt-table is a usage error before any work

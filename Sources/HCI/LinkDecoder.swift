@@ -32,8 +32,9 @@ public final class LinkDecoder {
     /// A partially reassembled L2CAP PDU.
     struct Pending {
         var bytes: [UInt8]
-        /// Size of the whole L2CAP PDU, header included.
-        var total: Int
+        /// Size of the whole L2CAP PDU, header included; nil while the bytes so far hold less
+        /// than its length field (a link-layer start of one byte).
+        var total: Int?
         var firstFrame: Int
         /// The records the bytes came from, when tracking origins.
         var origin = ByteOrigin()
@@ -59,6 +60,9 @@ public final class LinkDecoder {
     var linkLayer = LinkLayerState()
     /// Long-term keys to decrypt sniffed encrypted links with (secrets: never printed).
     public var linkLayerKeys: [LinkLayerKey]
+    /// Recover the keys of sniffed legacy pairings (TK, STK, distributed LTKs) and decrypt with
+    /// them, as crackle does (see LinkLayerPairing.swift).
+    public var recoversPairingKeys = true
     /// The plaintext of the last decrypted link-layer PDU: `payload` may point into it.
     let decrypted = UnsafeMutableRawBufferPointer.allocate(byteCount: 256, alignment: 16)
 
@@ -147,6 +151,8 @@ public final class LinkDecoder {
         if key.isLinkLayer {
             linkLayer.sequence[key.id] = nil
             linkLayer.encryption[key.id] = nil
+            linkLayer.pairing[key.id] = nil
+            linkLayer.addresses[key.id] = nil
         }
         return connections.removeValue(forKey: key)
     }
@@ -195,10 +201,11 @@ public final class LinkDecoder {
     }
 
     /// The first fragment of a PDU that continues: it replaces any unfinished one on the same key.
-    func startFragment(_ fk: FragmentKey, key: ConnectionKey, total: Int, fragment: UnsafeRawBufferPointer,
+    func startFragment(_ fk: FragmentKey, key: ConnectionKey, total: Int?, fragment: UnsafeRawBufferPointer,
                        record: CaptureRecord) {
         if !pending.isEmpty, let old = pending.removeValue(forKey: fk) {
-            events.append(.malformed(key, .l2cap, reason: "L2CAP PDU started at frame \(old.firstFrame) was never completed (\(old.bytes.count) of \(old.total) bytes)"))
+            let of = old.total.map { "of \($0) bytes" } ?? "bytes, its length never known"
+            events.append(.malformed(key, .l2cap, reason: "L2CAP PDU started at frame \(old.firstFrame) was never completed (\(old.bytes.count) \(of))"))
         }
         if pending.count >= Self.maxPendingReassemblies {
             // Only hostile input leaves this many PDUs unfinished at once: start afresh.
@@ -206,7 +213,7 @@ public final class LinkDecoder {
             pending.removeAll()
         }
         var bytes = [UInt8]()
-        bytes.reserveCapacity(total)
+        bytes.reserveCapacity(total ?? 4)
         bytes.append(contentsOf: fragment)
         var p = Pending(bytes: bytes, total: total, firstFrame: record.number)
         if tracksOrigins, let o = ByteOrigin(record: record.number, data: record.data, bytes: fragment) { p.origin = o }
@@ -221,14 +228,26 @@ public final class LinkDecoder {
             events.append(.malformed(key, .l2cap, reason: "continuation fragment with no start"))
             return
         }
-        if p.bytes.count + fragment.count > p.total {
-            events.append(.malformed(key, .l2cap, reason: "continuation of \(fragment.count) bytes overflows the L2CAP PDU started at frame \(p.firstFrame) (\(p.total - p.bytes.count) bytes missing)\(abandonOnOverflow ? "; PDU abandoned" : "; fragment dropped")"))
+        // A start too short for the L2CAP length field: the length's second byte is this
+        // fragment's first.
+        let total: Int
+        if let known = p.total {
+            total = known
+        } else if p.bytes.count + fragment.count >= 2, let low = p.bytes.first ?? fragment.first {
+            let high = p.bytes.count >= 2 ? p.bytes[1] : fragment[1 - p.bytes.count]
+            total = 4 + (Int(high) << 8 | Int(low))
+        } else {
+            total = Int.max
+        }
+        if p.bytes.count + fragment.count > total {
+            events.append(.malformed(key, .l2cap, reason: "continuation of \(fragment.count) bytes overflows the L2CAP PDU started at frame \(p.firstFrame) (\(total - p.bytes.count) bytes missing)\(abandonOnOverflow ? "; PDU abandoned" : "; fragment dropped")"))
             if !abandonOnOverflow { pending[fk] = p }
             return
         }
         p.bytes.append(contentsOf: fragment)
         if tracksOrigins, let o = ByteOrigin(record: record.number, data: record.data, bytes: fragment) { p.origin.append(o) }
-        if p.bytes.count < p.total {
+        if total != Int.max { p.total = total }
+        if p.bytes.count < total {
             pending[fk] = p
             return
         }
@@ -236,7 +255,7 @@ public final class LinkDecoder {
             completed.copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
         }
         deliverL2CAP(key, direction: direction,
-                     sdu: UnsafeRawBufferPointer(start: completed, count: p.total), record: record, origin: tracksOrigins ? p.origin : nil)
+                     sdu: UnsafeRawBufferPointer(start: completed, count: total), record: record, origin: tracksOrigins ? p.origin : nil)
     }
 
     /// One whole L2CAP PDU (basic header included). `origin` says where a reassembled PDU's
@@ -266,6 +285,7 @@ public final class LinkDecoder {
             switch SMPPDU.decode(body) {
             case .success(let pdu):
                 events.append(.smp(key, direction, tracksOrigins ? pdu.located(bodyOrigin(body)) : pdu))
+                followPairing(key, direction: direction, body, pdu: pdu, frame: record.number)
             case .failure(let reason):
                 events.append(.malformed(key, .smp, reason: reason.text))
             }

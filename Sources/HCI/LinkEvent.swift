@@ -84,6 +84,10 @@ public enum LinkEvent: Sendable {
     /// on it is decrypted.
     case decrypting(ConnectionKey)
     case malformed(ConnectionKey?, Layer, reason: String)
+    /// Something odd about a packet that was decoded all the same (as Wireshark reads it
+    /// without error): an LL length beyond the bytes the sniffer received on a control PDU or
+    /// a continuation. Not malformed.
+    case note(ConnectionKey?, Layer, String)
     /// One advertising report: from an HCI LE (Directed, Extended) Advertising Report (one event
     /// per report inside it) or an advertising-channel PDU a sniffer caught.
     indirect case advertising(AdvertisingReport)

@@ -20,9 +20,14 @@ struct LinkLayerState {
         var ivm: [UInt8]?
         var skds: [UInt8]?
         var ivs: [UInt8]?
-        /// Sessions to try (each candidate LTK in both byte orders) until one's MIC verifies.
-        var candidates: [LinkLayerCipher] = []
+        /// Rand and EDIV of LL_ENC_REQ: which distributed LTK the central asks for.
+        var rand: UInt64 = 0
+        var ediv: UInt16 = 0
+        /// Sessions to try (each candidate LTK in both byte orders) until one's MIC verifies,
+        /// each with where its key came from when not given (said once it verifies).
+        var candidates: [(cipher: LinkLayerCipher, source: String?)] = []
         var cipher: LinkLayerCipher?
+        var source: String?
         /// LL_START_ENC_REQ seen: non-empty PDUs are encrypted (when the sniffer does not say).
         var active = false
         /// The capture holds plaintext after the encryption start (a decrypted copy).
@@ -39,6 +44,11 @@ struct LinkLayerState {
     }
 
     var encryption: [UInt32: Encryption] = [:]
+    /// Legacy pairings followed per link, the addresses of their CONNECT_IND, and the LTKs their
+    /// key distribution gave (see LinkLayerPairing.swift).
+    var pairing: [UInt32: Pairing] = [:]
+    var addresses: [UInt32: Addresses] = [:]
+    var distributed: [DistributedLTK] = []
 
     /// MIC failures in a row, with none verified, after which a key is taken to be wrong.
     static let failuresBeforeRejecting = 5
@@ -59,7 +69,7 @@ extension LinkDecoder {
         }
         let crcBytes = ll.hasCRC ? 3 : 0
         // On the LE Coded PHY the Coding Indicator sits between the access address and the header.
-        let h = ll.coded ? 5 : 4
+        let h = ll.pduOffset
         let d = record.data
         guard d.count >= h + 2 + crcBytes else {
             events.append(.malformed(nil, .linkLayer, reason: "link-layer packet of \(d.count) bytes is shorter than access address, header and CRC"))
@@ -83,8 +93,15 @@ extension LinkDecoder {
         touch(key, record)
         var short = false
         if length > available {
+            // The length byte says more than the sniffer received (damaged on air, or a peer
+            // lying about it). What is there is read, as Wireshark reads it: a complete L2CAP PDU
+            // whose LL length runs past the bytes is malformed (its L2CAP dissector is handed the
+            // declared length); a continuation is an unreassembled fragment and a control PDU is
+            // read by its own fields, neither of them an error: for those the oddity is a note.
             if !record.isCut {
-                events.append(.malformed(key, .linkLayer, reason: "LL length \(length) exceeds the \(available) bytes present"))
+                let reason = "LL length \(length) exceeds the \(available) bytes present"
+                events.append(llid == 0x2 ? .malformed(key, .linkLayer, reason: reason)
+                                          : .note(key, .linkLayer, reason + "; read as far as it goes"))
             }
             length = available
             short = true
@@ -108,12 +125,10 @@ extension LinkDecoder {
         switch llid {
         case 0x2:
             guard length > 0 else { return }
-            guard payload.count >= 2 else {
-                events.append(.malformed(key, .l2cap, reason: "L2CAP start of \(payload.count) byte has no length"))
-                return
-            }
-            let total = 4 + Int(payload.u16le(0))
-            if total <= length {
+            // A start of one byte holds half of the L2CAP length: its total is known once a
+            // continuation brings the other half (Wireshark shows it as an L2CAP Fragment Start).
+            let total = payload.count >= 2 ? 4 + Int(payload.u16le(0)) : nil
+            if let total, total <= length {
                 // Complete: decoded at once, retransmission or not, leaving any pending PDU alone.
                 deliverL2CAP(key, direction: direction, sdu: payload, record: record)
             } else if !retransmission {
@@ -194,15 +209,15 @@ extension LinkDecoder {
             events.append(.encrypted(key, direction, EncryptedPDU(llid: llid, length: payload.count, reason: reason)))
             return nil
         }
-        if linkLayerKeys.isEmpty { return report(.noKey) }
-        if short && !record.isCut {
+        if linkLayerKeys.isEmpty && (state.map { $0.cipher == nil && $0.candidates.isEmpty } ?? true) { return report(.noKey) }
+        if short && !record.isCut && llid == 0x2 {
             // Its length is already reported as malformed: damaged, nothing to decrypt.
             return nil
         }
         if short || payload.count <= LinkLayerCipher.micSize { return report(.damaged) }
         guard var s = state, s.keyExchange else { return report(.noKeyExchange) }
         if s.rejected { return report(.keyRejected) }
-        let ciphers = s.cipher.map { [$0] } ?? s.candidates
+        let ciphers = s.cipher.map { [($0, s.source)] } ?? s.candidates
         if ciphers.isEmpty { return report(.noKey) }
         let directions: [Bool] = switch direction {
         case .centralToPeripheral: [true]
@@ -228,11 +243,12 @@ extension LinkDecoder {
             }
         }
         for attempt in attempts {
-            for cipher in ciphers {
+            for (cipher, source) in ciphers {
                 guard let n = cipher.decrypt(payload, header: headerByte, counter: attempt.counter, centralToPeripheral: attempt.c2p,
                                              into: decrypted) else { continue }
                 let i = attempt.c2p ? 0 : 1
                 s.cipher = cipher
+                s.source = source
                 s.candidates = []
                 s.next[i] = max(s.next[i], attempt.counter + 1)
                 s.last[i] = attempt.counter
@@ -240,6 +256,7 @@ extension LinkDecoder {
                 if !s.verified {
                     s.verified = true
                     events.append(.decrypting(key))
+                    if let source { events.append(.note(key, .linkLayer, "decrypting with the \(source)")) }
                 }
                 linkLayer.encryption[key.id] = s
                 return (UnsafeRawBufferPointer(rebasing: decrypted[0..<n]), attempt.c2p ? .centralToPeripheral : .peripheralToCentral)
@@ -266,6 +283,8 @@ extension LinkDecoder {
             var s = LinkLayerState.Encryption()
             s.skdm = skdm
             s.ivm = ivm
+            s.rand = UInt64(p.u32le(1)) | UInt64(p.u32le(5)) << 32
+            s.ediv = p.u16le(9)
             linkLayer.encryption[key.id] = s
         case 0x04 where p.count >= 13:  // LL_ENC_RSP: SKDs, IVs
             guard var s = linkLayer.encryption[key.id], let skdm = s.skdm, let ivm = s.ivm else {
@@ -281,7 +300,20 @@ extension LinkDecoder {
                 let ltk = k.ltk.unsafeBytes
                 // As written (most significant octet first), then as HCI and key stores keep it.
                 for bytes in [ltk, Array(ltk.reversed())] {
-                    if let cipher = LinkLayerCipher(ltk: bytes, skdm: skdm, ivm: ivm, skds: skds, ivs: ivs) { s.candidates.append(cipher) }
+                    if let cipher = LinkLayerCipher(ltk: bytes, skdm: skdm, ivm: ivm, skds: skds, ivs: ivs) { s.candidates.append((cipher, nil)) }
+                }
+            }
+            // Keys this capture gave away: the STK of a legacy pairing on this link (its keys are
+            // as on air, least significant octet first), and LTKs distributed earlier for this
+            // EDIV and Rand.
+            var derived: [(Secret, String)] = []
+            if let p = linkLayer.pairing[key.id], let stk = p.stk { derived.append((stk, p.stkSource)) }
+            for d in linkLayer.distributed.reversed() where d.ediv == s.ediv && d.rand == s.rand {
+                derived.append((d.ltk, "LTK from SMP key distribution (frame \(d.frame))"))
+            }
+            for (k, source) in derived {
+                if let cipher = LinkLayerCipher(ltk: k.unsafeBytes.reversed(), skdm: skdm, ivm: ivm, skds: skds, ivs: ivs) {
+                    s.candidates.append((cipher, source))
                 }
             }
             linkLayer.encryption[key.id] = s
@@ -330,6 +362,8 @@ extension LinkDecoder {
         let key = ConnectionKey(accessAddress: accessAddress)
         forget(key)
         linkLayer.sequence[accessAddress] = LinkLayerState.Sequence()
+        // TxAdd (bit 6) and RxAdd (bit 7): the initiator's and advertiser's address types.
+        linkLayer.addresses[accessAddress] = .init(ia: Array(body[0..<6]), iat: header >> 6 & 1, ra: Array(body[6..<12]), rat: header >> 7 & 1)
         var info = ConnectionInfo(key: key, frame: record.number, time: record.timestamp)
         info.centralAddress = BDAddr(littleEndian: body, at: 0)
         info.peripheralAddress = BDAddr(littleEndian: body, at: 6)

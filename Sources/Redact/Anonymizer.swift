@@ -53,7 +53,7 @@ struct Anonymizer {
         switch record.kind {
         case .event: consumeHCIEvent(record.data)
         case .command: consumeHCICommand(record.data)
-        case .linkLayer: consumeAdvertisingPDU(record.data, hasCRC: record.linkLayer?.hasCRC ?? true)
+        case .linkLayer: consumeAdvertisingPDU(record.data, info: record.linkLayer ?? LinkLayerInfo())
         default: break
         }
     }
@@ -163,11 +163,12 @@ struct Anonymizer {
     }
 
     /// Sniffed advertising PDUs: AdvA (and ScanA, InitA, TargetA), and the AD structures.
-    private mutating func consumeAdvertisingPDU(_ d: UnsafeRawBufferPointer, hasCRC: Bool) {
-        guard d.count >= 6 + (hasCRC ? 3 : 0), d.u32le(0) == 0x8E89_BED6 else { return }
-        let type = d[4] & 0x0F
-        let length = min(Int(d[5]), d.count - 6 - (hasCRC ? 3 : 0))
-        let body = d.slice(6, length)
+    private mutating func consumeAdvertisingPDU(_ d: UnsafeRawBufferPointer, info: LinkLayerInfo) {
+        let h = info.pduOffset, crc = info.hasCRC ? 3 : 0
+        guard d.count >= h + 2 + crc, d.u32le(0) == 0x8E89_BED6 else { return }
+        let type = d[h] & 0x0F
+        let length = min(Int(d[h + 1]), d.count - h - 2 - crc)
+        let body = d.slice(h + 2, length)
         guard body.count >= 6 else { return }
         add(BDAddr(littleEndian: body, at: 0))
         switch type {

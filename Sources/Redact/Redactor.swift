@@ -120,7 +120,7 @@ public enum Redactor {
                 let packetOffset = try editable.packetOffset(of: record)
                 let dataOffset = packetOffset + Int64(record.dataOffsetInPacket)
                 if record.kind == .linkLayer, record.linkLayer?.hasCRC ?? false, data.count >= 9 {
-                    fixCRC(&data, original: original, preset: linkLayerPreset(original, crcInit))
+                    fixCRC(&data, original: original, preset: linkLayerPreset(original, crcInit), pduOffset: record.linkLayer?.pduOffset ?? 4)
                 }
                 try editable.write(data, at: dataOffset)
                 outcome.recordsChanged += 1
@@ -167,6 +167,9 @@ public enum Redactor {
         do { reader = try openCapture(path) } catch { throw .input(error) }
         let decoder = makeDecoder()
         decoder.tracksOrigins = true
+        // Only bytes the file holds can be overwritten: what a sniffed legacy pairing's keys
+        // would decrypt is ciphertext in the file, left as it is (as without --ltk).
+        decoder.link.recoversPairingKeys = false
         let profiles = ProfileDecoder(configuration: options.configuration)
         let auditor = Auditor(source: path, format: reader.format.description)
         var anonymizer = anonymize ? Anonymizer(key: options.anonymizationKey ?? randomKey(), replaceNames: options.replaceNames) : nil
@@ -215,12 +218,14 @@ public enum Redactor {
 
     // MARK: Pass 2
 
-    /// CONNECT_IND gives a connection's access address and CRC preset (CRCInit).
+    /// CONNECT_IND gives a connection's access address and CRC preset (CRCInit). Its header is
+    /// where decoding finds it (after the Coding Indicator on the Coded PHY).
     static func noteConnectIndication(_ record: CaptureRecord, into map: inout [UInt32: UInt32]) {
         let d = record.data
-        guard d.count >= 6 + 34, d.u32le(0) == 0x8E89_BED6, d[4] & 0x0F == 0x05, d[5] == 34 else { return }
-        let accessAddress = d.u32le(6 + 12)
-        map[accessAddress] = UInt32(d[6 + 16]) | UInt32(d[6 + 17]) << 8 | UInt32(d[6 + 18]) << 16
+        let h = record.linkLayer?.pduOffset ?? 4, body = h + 2
+        guard d.count >= body + 34, d.u32le(0) == 0x8E89_BED6, d[h] & 0x0F == 0x05, d[h + 1] == 34 else { return }
+        let accessAddress = d.u32le(body + 12)
+        map[accessAddress] = UInt32(d[body + 16]) | UInt32(d[body + 17]) << 8 | UInt32(d[body + 18]) << 16
     }
 
     static func linkLayerPreset(_ data: [UInt8], _ map: [UInt32: UInt32]) -> UInt32? {
@@ -229,10 +234,11 @@ public enum Redactor {
         return aa == 0x8E89_BED6 ? 0x55_5555 : map[aa]
     }
 
-    /// Folds the change of the PDU (header and payload, between access address and CRC) into the
+    /// Folds the change of the PDU (header and payload, from `pduOffset` to the CRC) into the
     /// stored CRC, in the layout the capture used for this packet.
-    static func fixCRC(_ data: inout [UInt8], original: [UInt8], preset: UInt32?) {
-        let pduRange = 4..<(data.count - 3)
+    static func fixCRC(_ data: inout [UInt8], original: [UInt8], preset: UInt32?, pduOffset: Int) {
+        guard data.count >= pduOffset + 3 else { return }
+        let pduRange = pduOffset..<(data.count - 3)
         let crcRange = (data.count - 3)..<data.count
         let stored = Array(original[crcRange])
         let layout = preset.flatMap { LinkLayerCRC.layout(of: stored, pdu: Array(original[pduRange]), preset: $0) } ?? .littleEndian

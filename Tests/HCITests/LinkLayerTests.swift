@@ -211,6 +211,126 @@ final class LinkLayerTests: XCTestCase {
         XCTAssertFalse(cut.malformedLayers.contains(.linkLayer), cut.summary)
     }
 
+    /// As Wireshark reads such packets (SweynTooth's LL length attacks, a length byte damaged on
+    /// air): a control PDU is read by its own fields and a continuation is a fragment of the bytes
+    /// there, each with a note, not a malformed verdict (only a complete L2CAP PDU is, above).
+    func testLLLengthLargerThanBytesPresentOnControlAndContinuation() {
+        let d = connected()
+        // LL_VERSION_IND with an LL length of 114 over its 6 bytes.
+        let version = feed(d, pdu(llid: 3, sn: 0, [0x0C, 0x08, 0x00, 0x00, 0x00, 0x00], length: 114), .centralToPeripheral, number: 2)
+        XCTAssertEqual(version.malformedLayers, [], version.summary)
+        XCTAssertTrue(version.events.contains { if case .llControl(_, _, 0x0C) = $0 { true } else { false } }, version.summary)
+        XCTAssertTrue(version.events.contains { if case .note(llKey, .linkLayer, let t) = $0 { t.hasPrefix("LL length 114 exceeds the 6 bytes present") } else { false } },
+                      version.summary)
+        // A start, then a continuation whose LL length says 132 over its 10 bytes: the bytes
+        // there complete the PDU.
+        feed(d, pdu(llid: 2, sn: 1, Array(writePDU[0..<17])), .centralToPeripheral, number: 3)
+        let rest = feed(d, pdu(llid: 1, sn: 0, Array(writePDU[17...]), length: 132), .centralToPeripheral, number: 4)
+        XCTAssertEqual(rest.malformedLayers, [], rest.summary)
+        XCTAssertEqual(rest.payload, write, rest.summary)
+        XCTAssertTrue(rest.events.contains { if case .note(_, .linkLayer, _) = $0 { true } else { false } }, rest.summary)
+    }
+
+    /// A start fragment of one byte holds half the L2CAP length (SweynTooth's invalid fragment):
+    /// a start whose length the next fragment completes, as Wireshark's "L2CAP Fragment Start".
+    func testOneByteStartWaitsForTheRestOfItsLength() {
+        let d = connected()
+        let start = feed(d, pdu(llid: 2, sn: 0, [writePDU[0]]), .centralToPeripheral, number: 2)
+        XCTAssertEqual(start.malformedLayers, [], start.summary)
+        XCTAssertEqual(d.pending.count, 1)
+        XCTAssertNil(d.pending.values.first?.total)
+        let middle = feed(d, pdu(llid: 1, sn: 1, Array(writePDU[1..<9])), .centralToPeripheral, number: 3)
+        XCTAssertEqual(middle.malformedLayers, [], middle.summary)
+        XCTAssertEqual(d.pending.values.first?.total, writePDU.count)
+        let last = feed(d, pdu(llid: 1, sn: 0, Array(writePDU[9...])), .centralToPeripheral, number: 4)
+        XCTAssertEqual(last.malformedLayers, [], last.summary)
+        XCTAssertEqual(last.payload, write, last.summary)
+        // One never continued is an unfinished PDU when the next fragmented start comes.
+        feed(d, pdu(llid: 2, sn: 1, [0x07]), .centralToPeripheral, number: 5)
+        let next = feed(d, pdu(llid: 2, sn: 0, Array(writePDU[0..<17])), .centralToPeripheral, number: 6)
+        XCTAssertTrue(next.events.first?.malformed?.reason.contains("L2CAP PDU started at frame 5 was never completed (1 bytes, its length never known)") ?? false,
+                      next.summary)
+        XCTAssertEqual(d.pending.values.first?.total, writePDU.count)
+    }
+
+    /// A Just Works legacy pairing sniffed whole: its STK (TK 0) decrypts the key distribution,
+    /// and the LTK distributed there (by its EDIV and Rand) decrypts a later link of the pair,
+    /// each said in a note that names the key's origin, never the key.
+    func testLegacyPairingKeysDecryptThePairingAndTheNextLink() throws {
+        let d = LinkDecoder()
+        var number = 0
+        var sn: [Bool: UInt8] = [true: 1, false: 1]
+        var counter: [Bool: UInt64] = [true: 0, false: 0]
+        var cipher: LinkLayerCipher?
+        @discardableResult
+        func send(_ c2p: Bool, llid: UInt8, _ payload: [UInt8]) -> Decoded {
+            number += 1
+            sn[c2p]! ^= 1
+            var body = payload
+            let header = llid | sn[c2p]! << 3
+            if let cipher, !payload.isEmpty {
+                body = cipher.encrypt(payload, header: header, counter: counter[c2p]!, centralToPeripheral: c2p)
+                counter[c2p]! += 1
+            }
+            return feed(d, pdu(llid: llid, sn: sn[c2p]!, body), c2p ? .centralToPeripheral : .peripheralToCentral, number: number)
+        }
+        func connect() {
+            number += 1
+            feed(d, connectInd, .unknown, number: number)
+            sn = [true: 1, false: 1]
+            counter = [true: 0, false: 0]
+            cipher = nil
+        }
+        /// LL_ENC_REQ (Rand, EDIV), LL_ENC_RSP, LL_START_ENC_REQ; then encrypted under `key` (on air).
+        /// Returns what the first encrypted PDU (LL_START_ENC_RSP) gave.
+        func startEncryption(rand: [UInt8], ediv: [UInt8], key: [UInt8]) -> Decoded {
+            let skdm: [UInt8] = Array(1...8), ivm: [UInt8] = [9, 10, 11, 12], skds: [UInt8] = Array(21...28), ivs: [UInt8] = [29, 30, 31, 32]
+            send(true, llid: 3, [0x03] + rand + ediv + skdm + ivm)
+            send(false, llid: 3, [0x04] + skds + ivs)
+            send(false, llid: 3, [0x05])
+            cipher = LinkLayerCipher(ltk: key.reversed(), skdm: skdm, ivm: ivm, skds: skds, ivs: ivs)
+            let first = send(true, llid: 3, [0x06])
+            send(false, llid: 3, [0x06])
+            return first
+        }
+        func notes(_ out: Decoded) -> [String] { out.events.compactMap { if case .note(_, _, let t) = $0 { t } else { nil } } }
+
+        connect()
+        // CONNECT_IND's header 0xC5: TxAdd and RxAdd set, both addresses random.
+        let ia = Array(connectInd[6..<12]), ra = Array(connectInd[12..<18])
+        let preq: [UInt8] = [0x01, 0x03, 0x00, 0x01, 0x10, 0x00, 0x01], pres: [UInt8] = [0x02, 0x03, 0x00, 0x01, 0x10, 0x00, 0x01]
+        let mrand = [UInt8](repeating: 0x5A, count: 16), srand = [UInt8](repeating: 0xA5, count: 16)
+        let tk = LegacyPairing.tk(passkey: 0)
+        let mconfirm = try XCTUnwrap(LegacyPairing.c1(tk: tk, r: mrand, preq: preq, pres: pres, iat: 1, rat: 1, ia: ia, ra: ra))
+        let sconfirm = try XCTUnwrap(LegacyPairing.c1(tk: tk, r: srand, preq: preq, pres: pres, iat: 1, rat: 1, ia: ia, ra: ra))
+        send(true, llid: 2, l2cap(cid: 6, preq))
+        send(false, llid: 2, l2cap(cid: 6, pres))
+        send(true, llid: 2, l2cap(cid: 6, [0x03] + mconfirm))
+        send(false, llid: 2, l2cap(cid: 6, [0x03] + sconfirm))
+        send(true, llid: 2, l2cap(cid: 6, [0x04] + mrand))
+        let found = send(false, llid: 2, l2cap(cid: 6, [0x04] + srand))
+        XCTAssertTrue(notes(found).contains { $0.hasPrefix("legacy pairing: TK found: 000000 (Just Works)") }, found.summary)
+
+        let stk = try XCTUnwrap(LegacyPairing.s1(tk: tk, r1: srand, r2: mrand))
+        let started = startEncryption(rand: Array(repeating: 0, count: 8), ediv: [0, 0], key: stk)
+        XCTAssertTrue(notes(started).contains("decrypting with the STK of the legacy pairing (TK 000000)"), started.summary)
+        let ltk: [UInt8] = Array(0x40...0x4F), rand: [UInt8] = Array(0x71...0x78), ediv: [UInt8] = [0x34, 0x12]
+        let info = send(false, llid: 2, l2cap(cid: 6, [0x06] + ltk))
+        let infoFrame = number
+        XCTAssertTrue(info.events.contains { if case .smp(_, _, .encryptionInformation(let k)) = $0 { k.unsafeBytes == ltk } else { false } },
+                      info.summary)
+        let central = send(false, llid: 2, l2cap(cid: 6, [0x07] + ediv + rand))
+        XCTAssertTrue(notes(central).contains { $0.hasPrefix("LTK from SMP key distribution (frame \(infoFrame), EDIV 0x1234") }, central.summary)
+        XCTAssertFalse(central.summary.contains(Hex.string(ltk)), "the key is never in an event's text")
+
+        // The pair's next link: encrypted with the distributed LTK, asked for by its EDIV and Rand.
+        connect()
+        let next = startEncryption(rand: rand, ediv: ediv, key: ltk)
+        XCTAssertTrue(notes(next).contains("decrypting with the LTK from SMP key distribution (frame \(infoFrame))"), next.summary)
+        let read = send(true, llid: 2, l2cap(cid: 4, [0x0A, 0x03, 0x00]))
+        XCTAssertEqual(read.payload, [0x0A, 0x03, 0x00], read.summary)
+    }
+
     func testTooShortForHeaderAndCRC() {
         let out = feed(LinkDecoder(), [0x2A, 0x4B, 0x65, 0x50, 0x01, 0x00, 0xC1, 0xC2], .centralToPeripheral, number: 1)
         XCTAssertEqual(out.malformedLayers, [.linkLayer], out.summary)
