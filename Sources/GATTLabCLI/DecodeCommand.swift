@@ -84,6 +84,7 @@ struct DecodeCommand: ParsableCommand {
             let decoder = try options.makeDecoder()
             decoder.link.linkLayerKeys = keys
             decoder.link.recoversPairingKeys = !linkKeys.noPairingKeys
+            decoder.link.revealsPasskeys = options.revealSecrets
             let profiles = ProfileDecoder(configuration: options.profileConfiguration())
             var decoded = 0
             var progress = Progress(path: file)

@@ -103,6 +103,7 @@ struct TimelineCommand: ParsableCommand {
             let decoder = try options.makeDecoder()
             decoder.link.linkLayerKeys = keys
             decoder.link.recoversPairingKeys = !linkKeys.noPairingKeys
+            decoder.link.revealsPasskeys = options.revealSecrets
             return decoder
         }
         _ = try decoderFactory()  // a bad --gatt-table is a usage error before any work

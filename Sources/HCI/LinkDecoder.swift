@@ -63,6 +63,9 @@ public final class LinkDecoder {
     /// Recover the keys of sniffed legacy pairings (TK, STK, distributed LTKs) and decrypt with
     /// them, as crackle does (see LinkLayerPairing.swift).
     public var recoversPairingKeys = true
+    /// Say a recovered passkey's digits (`--reveal-secrets`): a device with a static passkey
+    /// keeps it for every pairing, so it is a secret like a password. Just Works' 000000 is not.
+    public var revealsPasskeys = false
     /// The plaintext of the last decrypted link-layer PDU: `payload` may point into it.
     let decrypted = UnsafeMutableRawBufferPointer.allocate(byteCount: 256, alignment: 16)
 

@@ -2,6 +2,8 @@ import Capture
 
 /// State for over-the-air captures beyond what `LinkDecoder` keeps for HCI.
 struct LinkLayerState {
+    /// Passkey searches made (see `maxPasskeySearches`).
+    var passkeySearches = 0
     static let advertisingAccessAddress: UInt32 = 0x8E89_BED6
 
     /// Sequence numbers per connection seen opening (CONNECT_IND), to spot retransmissions.
