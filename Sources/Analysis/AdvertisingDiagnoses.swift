@@ -20,6 +20,12 @@ enum AdvertisingDiagnoses {
     /// Silence after the last report, at least, before a device "stopped advertising".
     static let quietAfter: Int64 = 30_000_000
 
+    /// Frames once each, in the order given (a failure's frame is also its window's).
+    static func distinct(_ frames: [Int]) -> [Int] {
+        var seen = Set<Int>()
+        return frames.filter { seen.insert($0).inserted }
+    }
+
     static func run(on t: Timeline, attempts: [Attempt]) -> [Finding] {
         guard let overview = t.advertising, overview.reports > 0 else { return [] }
         var out: [Finding] = []
@@ -49,7 +55,7 @@ enum AdvertisingDiagnoses {
                 if let w = weak.first, let median = w.rssiMedian {
                     out.append(Finding(id: "adv.weak-signal", severity: .warning,
                                        title: "Weak signal before failed connections",
-                                       device: d.id, time: w.time, frames: weak.prefix(5).map(\.frame) + failures.prefix(5).flatMap(\.frames),
+                                       device: d.id, time: w.time, frames: Self.distinct(weak.prefix(5).map(\.frame) + failures.prefix(5).flatMap(\.frames)),
                                        evidence: "in the \(window) s before the failed connection at frame \(w.frame), \(d.address ?? "?")\(name) was heard \(w.reports) time\(w.reports == 1 ? "" : "s") at a median of \(median) dBm (\(w.rssiMin ?? median) to \(w.rssiMax ?? median))"
                                            + "; \(weak.count) of the \(judged.count) failures with advertising just before were below \(weakRSSI) dBm; \(count)"
                                            + (a.rssiMedian.map { " (whole capture: median \($0) dBm over \(a.reports) advertisements)" } ?? ""),
@@ -57,7 +63,7 @@ enum AdvertisingDiagnoses {
                 } else if judged.isEmpty, let median = a.rssiMedian, median < weakRSSI {
                     out.append(Finding(id: "adv.weak-signal", severity: .warning,
                                        title: "Weak signal before failed connections",
-                                       device: d.id, time: first.time, frames: [a.firstFrame] + failures.prefix(5).flatMap(\.frames),
+                                       device: d.id, time: first.time, frames: Self.distinct([a.firstFrame] + failures.prefix(5).flatMap(\.frames)),
                                        evidence: "over the whole capture (nothing heard in the \(window) s before the failures), \(d.address ?? "?")\(name) was heard at a median of \(median) dBm (\(a.rssiMin ?? median) to \(a.rssiMax ?? median)) over \(a.reports) advertisements; \(count)",
                                        advice: "Move the phone closer to the device (below \(weakRSSI) dBm links often fail to establish or time out), or check the device's antenna and TX power."))
                 }

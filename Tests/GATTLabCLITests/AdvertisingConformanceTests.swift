@@ -181,6 +181,8 @@ final class AdvertisingConformanceTests: XCTestCase {
         let evidence = try XCTUnwrap(weak["evidence"] as? String)
         XCTAssertTrue(evidence.hasPrefix("in the 10 s before the failed connection at frame 7678"), evidence)
         XCTAssertTrue(evidence.contains("heard 7 times at a median of -97 dBm (-104 to -85)"), evidence)
+        // Each frame once: the two links that ended 0x3E.
+        XCTAssertEqual(weak["frames"] as? [Int], [7678, 7829])
     }
 
     /// The HTML page of a capture with advertising draws each device's RSSI as an inline SVG,

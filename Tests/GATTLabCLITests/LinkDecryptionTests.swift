@@ -282,6 +282,19 @@ final class LinkDecryptionTests: XCTestCase {
         try assertDistributedLTK(path, frame: 179, crackleSays: "9c0469262e521d1d40e095e7c542c5ec")
     }
 
+    /// The keys distributed on a link gattlab decrypted are ciphertext in the file: the audit
+    /// says redact cannot overwrite them (anyone with the file can decrypt them too).
+    func testAuditSaysRedactCannotOverwriteWhatADecryptedLinkShowed() throws {
+        let path = try RealCaptures.path("crackle__numeric_pin.pcap")
+        let r = try Harness.gattlab(["audit", "--format", "json", path], timeout: 120)
+        let doc = (try? JSONSerialization.jsonObject(with: Data(r.stdout.utf8))) as? [String: Any]
+        let reports = doc?["reports"] as? [[String: Any]] ?? (doc.map { [$0] } ?? [])
+        let findings = reports.flatMap { $0["findings"] as? [[String: Any]] ?? [] }
+        let holds = findings.first { $0["id"] as? String == "capture.holds-secrets" }
+        XCTAssertTrue((holds?["evidence"] as? String ?? "").contains("3 not located in the file's bytes, which redact cannot overwrite"), "\(holds ?? [:]) \(r.stderr)")
+        XCTAssertTrue(findings.contains { $0["id"] as? String == "pairing.legacy" })
+    }
+
     /// crackle's test 04: LE Secure Connections keys come from ECDH: said, and nothing tried.
     func testSecureConnectionsPairingIsSaidUnrecoverable() throws {
         let v = try pairingView(try RealCaptures.path("crackle__le_secure_connections.pcapng"))

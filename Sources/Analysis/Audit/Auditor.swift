@@ -361,9 +361,13 @@ public final class Auditor {
             for s in r.secrets where !s.alreadyRedacted { counts[s.kind, default: 0] += 1 }
             let redacted = r.secrets.filter(\.alreadyRedacted).count
             let list = SecretKind.allCases.compactMap { k in counts[k].map { "\($0) × \(k.title)" } }
+            // Secrets read from a link decrypted with keys the capture gave up (a sniffed legacy
+            // pairing) are ciphertext in the file: redact cannot overwrite them.
+            let unlocated = r.secrets.filter { !$0.alreadyRedacted && $0.secret.location == nil }.count
+            let decrypted = unlocated > 0 ? "; \(unlocated) not located in the file's bytes, which redact cannot overwrite (where gattlab decrypted a sniffed link, anyone with the file can)" : ""
             if !list.isEmpty, let first = r.secrets.first(where: { !$0.alreadyRedacted }) {
                 r.findings.append(finding("capture.holds-secrets",
-                    "\(list.joined(separator: ", "))\(redacted > 0 ? "; \(redacted) already redacted" : "")\(droppedSightings > 0 ? "; \(droppedSightings) more not listed" : "")",
+                    "\(list.joined(separator: ", "))\(redacted > 0 ? "; \(redacted) already redacted" : "")\(decrypted)\(droppedSightings > 0 ? "; \(droppedSightings) more not listed" : "")",
                     connection: first.connection, records: first.records, time: first.time))
             }
         }
