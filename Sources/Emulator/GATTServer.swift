@@ -83,6 +83,9 @@ public final class GATTServer {
     private var valueOfCCCD: [UInt16: UInt16] = [:]
     private var propertiesOf: [UInt16: UInt8] = [:]
     private var handlers: [UInt16: WriteHandler] = [:]
+    private var subscriptionHandlers: [UInt16: WriteHandler] = [:]
+    /// A clone's recorded answers: the answer to a request's exact bytes, or nil for the server's own.
+    private var recordedAnswer: (([UInt8]) -> [UInt8]?)?
     /// The handle whose write handler is running, and whether it set that value itself.
     private var handlerHandle: UInt16?
     private var handlerSetValue = false
@@ -179,6 +182,19 @@ public final class GATTServer {
         handlers[valueHandle] = handler
     }
 
+    /// Registers the hook called after each accepted write to the CCCD `cccdHandle` (the value
+    /// already stored, so what it sends goes to a subscribed client); an error it returns puts
+    /// the previous value back and is the answer.
+    public func onSubscriptionWrite(_ cccdHandle: UInt16, _ handler: @escaping WriteHandler) {
+        subscriptionHandlers[cccdHandle] = handler
+    }
+
+    /// A recorded device's own answers (a clone's): a request whose bytes `answer` knows gets
+    /// that answer instead of the server's, then anything queued.
+    public func answerAsRecorded(_ answer: @escaping ([UInt8]) -> [UInt8]?) {
+        recordedAnswer = answer
+    }
+
     /// Forgets what belongs to one connection: MTU, CCCDs (the client is not bonded), the prepare
     /// queue, queued PDUs, encryption. Values and handlers stay: they are the device's.
     public func resetConnection() {
@@ -234,6 +250,25 @@ public final class GATTServer {
         return true
     }
 
+    /// Queues a notification or indication as a recording had it (a clone's: the recording is the
+    /// device's truth): whatever the CCCD says and however long the value, up to the attribute
+    /// maximum. An indication waits for the previous one's confirmation. Also sets the value.
+    public func sendAsRecorded(_ valueHandle: UInt16, _ value: [UInt8], indication: Bool) {
+        let value = Array(value.prefix(Self.maxValueLength))
+        setValue(value, for: valueHandle)
+        guard indication else {
+            outgoing.append(ATTPDU.handleValueNotification(handle: valueHandle, value: value).encode())
+            return
+        }
+        let pdu = ATTPDU.handleValueIndication(handle: valueHandle, value: value).encode()
+        if awaitingConfirmation {
+            pendingIndications.append(pdu)
+        } else {
+            awaitingConfirmation = true
+            outgoing.append(pdu)
+        }
+    }
+
     /// False (and counted) when the value is longer than MTU-3 on a stack that drops such values.
     private func fits(_ value: [UInt8]) -> Bool {
         guard dropsOversizedValues, value.count > Int(mtu) - 3 else { return true }
@@ -257,7 +292,11 @@ public final class GATTServer {
         if hung { return [] }
         var out: [[UInt8]] = []
         responseDropped = false
-        if let response = respond(to: request) { out.append(response.encode()) }
+        if let recorded = recordedAnswer?(request) {
+            out.append(recorded)
+        } else if let response = respond(to: request) {
+            out.append(response.encode())
+        }
         out += takeOutgoing()
         if responseDropped {
             // The firmware crashed handling it: no response, and what it queued is lost.
@@ -509,7 +548,13 @@ public final class GATTServer {
             let props = propertiesOf[owner] ?? 0
             if value[0] & 0x01 != 0, props & 0x10 == 0 { return .cccdImproperlyConfigured }
             if value[0] & 0x02 != 0, props & 0x20 == 0 { return .cccdImproperlyConfigured }
+            let before = attributes[i].value
             attributes[i].value = value
+            if let handler = subscriptionHandlers[handle],
+               let code = handler(self, AttributeWrite(handle: handle, characteristic: attributes[i].type, value: value, kind: kind)) {
+                attributes[i].value = before
+                return code
+            }
             return nil
         }
         if let handler = handlers[handle] {

@@ -18,6 +18,10 @@ public struct RecordedDevice: Sendable {
     public var fault: RecordedFault
     /// What the device answered to each write, and the notifications that followed.
     public var reactions: [RecordedReaction]
+    /// What no write caused: notifications and link losses after a subscription or connection.
+    public var unsolicited: RecordedUnsolicited
+    /// Its answers to requests the script sends as recorded PDUs (request bytes to answers, in order).
+    public var answers: [[UInt8]: [[UInt8]]]
 
     /// Reads the device of `path` (`options.peer` or `.connection` pick one; secrets revealed
     /// only with `options.revealSecrets`).
@@ -31,6 +35,8 @@ public struct RecordedDevice: Sendable {
         cadence = Self.cadence(script)
         fault = Self.fault(script)
         reactions = table.map { Self.reactions(script, $0) } ?? []
+        unsolicited = table.map { Self.unsolicited(script, $0) } ?? RecordedUnsolicited()
+        answers = Self.answers(script, table)
         self.table = table.map { RecordedTable(table: $0, values: Self.readValues(script, $0), serverMTU: Self.serverMTU(script),
                                                maxPreparedWrites: Self.prepareQueue(script)) }
     }
@@ -56,8 +62,13 @@ public struct RecordedDevice: Sendable {
             spec.name = "recorded"
             return spec
         }
-        guard let table, !table.table.isEmpty else { return nil }
-        return .clone(name: "recorded", recorded: table, reactions: reactions)
+        guard var table, !table.table.isEmpty else { return nil }
+        // The clone agrees to the largest MTU the recorded device agreed to (517 on a modern
+        // stack), where the recording does not show it capping one.
+        if table.serverMTU == nil, let agreed = script.steps.compactMap({ $0.action == .exchangeMTU ? $0.expect?.mtu : nil }).max(), agreed > 247 {
+            table.serverMTU = agreed
+        }
+        return .clone(name: "recorded", recorded: table, reactions: reactions, unsolicited: unsolicited, answers: answers)
     }
 
     // MARK: Reading the recording
@@ -79,7 +90,15 @@ public struct RecordedDevice: Sendable {
         for step in script.steps where step.action == .read {
             guard step.expect?.result != "error", let hex = step.expect?.value, let v = Hex.bytes(hex),
                   let h = handle(step, table) else { continue }
-            values[h] = v
+            if let offset = step.offset.map(Int.init) {
+                // A Read Blob at an offset of its own read a part (a phone that reads a Report
+                // Map part by part): it continues the value where it reaches it, up to 512 bytes.
+                let known = values[h] ?? []
+                guard offset <= known.count else { continue }
+                values[h] = Array((Array(known.prefix(offset)) + v).prefix(GATTServer.maxValueLength))
+            } else {
+                values[h] = v
+            }
         }
         return values
     }
@@ -110,23 +129,115 @@ public struct RecordedDevice: Sendable {
             let error = step.expect?.result == "error" ? step.expect?.error.flatMap { Hex.bytes($0.replacingOccurrences(of: "0x", with: "")) }?.first
                 .flatMap(ATTErrorCode.init(rawValue:)) : nil
             var notifications: [(handle: UInt16, value: [UInt8], after: Int64)] = []
+            var indications = Set<Int>()
             var linkLoss: (reason: UInt8, after: Int64)?
             for next in steps[(i + 1)...] {
                 guard next.action == .notification else {
-                    if next.action == .linkLost {
-                        // "0x08 Connection Timeout": the device's side of the loss.
-                        let reason = next.expect?.reason?.split(separator: " ").first.flatMap { UInt8($0.dropFirst(2), radix: 16) } ?? 0x13
-                        linkLoss = (reason, max(0, next.at - step.at))
-                    }
+                    if next.action == .linkLost { linkLoss = (Self.reason(next), max(0, next.at - step.at)) }
                     if [.write, .read, .subscribe, .connect, .disconnect, .linkLost].contains(next.action) { break }
                     continue
                 }
                 guard let h = Self.handle(next, table), let v = next.expect?.value.flatMap(Hex.bytes) else { continue }
+                if next.indication == true { indications.insert(notifications.count) }
                 notifications.append((h, v, max(0, next.at - step.at)))
             }
-            if step.action == .subscribe, error == nil, notifications.isEmpty, linkLoss == nil { continue }
+            // A subscription that caused nothing is kept too: the clone answers the n-th
+            // subscription as the n-th recorded one.
             out.append(RecordedReaction(handle: handle, value: step.value.flatMap(Hex.bytes), error: error, notifications: notifications,
-                                        linkLoss: linkLoss))
+                                        linkLoss: linkLoss, indications: indications))
+        }
+        return out
+    }
+
+    /// The HCI reason of a `link-lost` step ("0x08 Connection Timeout": the device's side of the loss).
+    static func reason(_ step: ReplayStep) -> UInt8 {
+        step.expect?.reason?.split(separator: " ").first.flatMap { UInt8($0.dropFirst(2), radix: 16) } ?? 0x13
+    }
+
+    /// The notifications and link losses no write's reaction holds (`reactions` takes those
+    /// between a write or subscription and the phone's next request): each after the latest
+    /// subscription of its connection, else after the connection, with the recorded spacing.
+    /// At most `RecordedUnsolicited.limit` of them.
+    static func unsolicited(_ script: SessionScript, _ table: AttributeTable) -> RecordedUnsolicited {
+        var out = RecordedUnsolicited()
+        var connection = -1
+        var anchor: (RecordedUnsolicited.Anchor, at: Int64)?
+        var subscriptions: [UInt16: Int] = [:]
+        // Whether the last step that ends a reaction's window was a write or subscription whose
+        // reaction holds what follows.
+        var held = false
+        for step in script.steps {
+            if step.action == .connect || connection < 0 {
+                // A recording that began mid-connection: the replay connects first.
+                connection += 1
+                anchor = (.connection(connection), step.at)
+            }
+            switch step.action {
+            case .connect, .disconnect, .read:
+                held = false
+            case .write:
+                held = handle(step, table) != nil
+            case .subscribe:
+                let cccd = handle(step, table, descriptor: BluetoothUUID(uuid16: 0x2902))
+                held = cccd != nil
+                if let cccd {
+                    let n = subscriptions[cccd, default: 0]
+                    subscriptions[cccd] = n + 1
+                    anchor = (.subscription(cccd: cccd, n), step.at)
+                }
+            case .linkLost:
+                if !held, let (a, at) = anchor, !out.add(RecordedEvent(handle: 0, value: [], after: max(0, step.at - at), linkLoss: reason(step)), after: a) {
+                    return out
+                }
+                held = false
+                anchor = nil
+            case .notification:
+                guard !held, let (a, at) = anchor, let h = handle(step, table), let v = step.expect?.value.flatMap(Hex.bytes) else { continue }
+                if !out.add(RecordedEvent(handle: h, value: v, indication: step.indication == true, after: max(0, step.at - at)), after: a) {
+                    return out
+                }
+            case .exchangeMTU, .discover, .encrypt, .pdu:
+                break
+            }
+        }
+        return out
+    }
+
+    /// The recorded answers to the PDUs the script sends as recorded (extracted with secrets
+    /// revealed, which keeps them in `expect.value`), by the request's bytes, in order.
+    /// Reads too: the n-th read of a handle answered as the n-th recorded one was (a value that
+    /// changed over the session, an error before the link was encrypted).
+    static func answers(_ script: SessionScript, _ table: AttributeTable?) -> [[UInt8]: [[UInt8]]] {
+        var out: [[UInt8]: [[UInt8]]] = [:]
+        if let table {
+            for step in script.steps where step.action == .read && step.offset == nil {
+                guard let h = handle(step, table), let expect = step.expect else { continue }
+                let request = ATTPDU.readRequest(handle: h).encode()
+                if expect.result == "error" {
+                    guard let code = expect.error.flatMap({ Hex.bytes($0.replacingOccurrences(of: "0x", with: "")) })?.first
+                        .flatMap(ATTErrorCode.init(rawValue:)) else { continue }
+                    out[request, default: []].append(ATTPDU.errorResponse(requestOpcode: request[0], handle: h, error: code).encode())
+                } else if let v = expect.value.flatMap(Hex.bytes) {
+                    out[request, default: []].append(ATTPDU.readResponse(value: v).encode())
+                }
+            }
+        }
+        // Writes to a handle the recorded discovery never found (the script names it by handle):
+        // answered as the device answered them, where the server would not know the handle.
+        for step in script.steps where step.action == .write && step.method == .request {
+            guard let h = step.handle, table?.info(for: h) == nil, let v = step.value.flatMap(Hex.bytes), let expect = step.expect else { continue }
+            let request = ATTPDU.writeRequest(handle: h, value: v).encode()
+            if expect.result == "error" {
+                guard let code = expect.error.flatMap({ Hex.bytes($0.replacingOccurrences(of: "0x", with: "")) })?.first
+                    .flatMap(ATTErrorCode.init(rawValue:)) else { continue }
+                out[request, default: []].append(ATTPDU.errorResponse(requestOpcode: request[0], handle: h, error: code).encode())
+            } else {
+                out[request, default: []].append(ATTPDU.writeResponse.encode())
+            }
+        }
+        for step in script.steps where step.action == .pdu {
+            guard let request = step.value.flatMap(Hex.bytes), let answer = step.expect?.value.flatMap(Hex.bytes), !answer.isEmpty else { continue }
+            out[request, default: []].append(answer)
         }
         return out
     }

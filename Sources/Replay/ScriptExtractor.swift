@@ -440,6 +440,8 @@ final class ConnectionSteps {
             steps[p].expect?.result = "error"
             steps[p].expect?.error = "0x" + Hex.string([code.rawValue])
             steps[p].expect?.meaning = code.name
+            // A clone answers a recorded PDU as the device did: the answer's bytes (kept only with secrets revealed).
+            if steps[p].action == .pdu, reveal { steps[p].expect?.value = Hex.string(pdu.encode()) }
             if steps[p].action == .write, steps[p].method == .long {
                 if code == .prepareQueueFull {
                     steps[p].expect?.queued = queuedParts
@@ -467,10 +469,13 @@ final class ConnectionSteps {
             if let p = pending, steps[p].action == .write, steps[p].method == .long { queuedParts += 1 }
         default:
             guard let p = pending, steps[p].action == .pdu || steps[p].action == .discover else { return }
+            // The device's own requests (its Exchange MTU Request) answer nothing of the phone's.
+            guard ATTOpcode(rawValue: pdu.opcode)?.kind == .response else { return }
             if steps[p].action == .pdu {
                 steps[p].expect = steps[p].expect ?? .init()
                 steps[p].expect?.result = "ok"
                 steps[p].expect?.opcode = "0x" + Hex.string([pdu.opcode])
+                if reveal { steps[p].expect?.value = Hex.string(pdu.encode()) }
                 pending = nil
             }
         }

@@ -152,7 +152,8 @@ public struct ReplayStep: Codable, Sendable, Hashable {
         public var result: String?
         /// The ATT error code, as hex (0x05).
         public var error: String?
-        /// The value read or notified, hex.
+        /// The value read or notified, hex; for a `pdu` step extracted with secrets revealed, the
+        /// whole answer PDU as recorded (a clone answers with it).
         public var value: String?
         public var meaning: String?
         /// Exchange MTU: the MTU agreed.

@@ -136,4 +136,60 @@ final class RecordedDeviceTests: XCTestCase {
         let (darkelf, _) = try XCTUnwrap(clones["darkelf__btsnoop_hci.log"])
         XCTAssertEqual(darkelf.script.steps.last?.action, .linkLost)
     }
+
+    /// The clones of the other real captures with a session: what no write caused (notifications
+    /// after a subscription, a link ended right after connecting), requests the server does not
+    /// model (Read By Type of the device name), reads whose value changed or failed before
+    /// encryption, notifications longer than the MTU: each as recorded.
+    func testRealCapturesReplayEquivalentAgainstTheirClones() async throws {
+        _ = try RealCaptures.require()
+        // The cause each one needed, for whoever reads a failure.
+        let captures = [
+            "AndroidPad__btsnoop_hci.cfa": "notifications after the subscription",
+            "revcar__btsnoop_hci.log": "a notification after a read, anchored to the subscription",
+            "yeelock__btsnoop_hci.log": "indications without a subscription",
+            "fuut__hci_snoop20250125165300.cfa": "indications after a subscription to indications",
+            "fuut__btsnoop_hci20241230_1.log": "a link ended right after connecting; a value read differently later",
+            "fuut__btsnoop_hci_20141017_1.log": "a link ended right after connecting",
+            "fossibot__btsnoop_hci.log": "links ended right after connecting; MTU 517; the n-th subscription",
+            "TesiBLE__garmin.pcapng": "Read By Type of the device name",
+            "TesiBLE__Lv4_JW.pcapng": "Read By Type of the device name",
+            "TesiBLE__fascia_cardio.pcapng": "Read By Type of the device name",
+            "TesiBLE__mouse.pcapng": "a read refused before encryption",
+            "blefun__btsnoop_hci.log": "a value that changed between reads",
+            "ctfusbkbd__rgbctf2020_PI_1_MagicInTheAir.btsnoop": "a Report Map read part by part",
+            "crackle__numeric_pin.pcap": "a write to a handle discovery never found",
+            "bk300__btsnoop_hci.log.last": "a notification longer than the MTU; the device's own Exchange MTU",
+            "sweyntooth__anomaly_nxp_unexpected_encryption_start.pcapng": "the link ended after connecting",
+        ]
+        for (name, cause) in captures.sorted(by: { $0.key < $1.key }) {
+            let device = try RecordedDevice.read(path: try RealCaptures.path(name), options: ExtractOptions(revealSecrets: true))
+            XCTAssertNil(device.kind, "\(name): no device protocol GATTLab models")
+            let spec = try XCTUnwrap(device.emulated(values: try ReplayRunner(script: device.script).values()), name)
+            XCTAssertEqual(spec.kind, "clone")
+            let report = try await replay(device.script, spec)
+            XCTAssertEqual(report.verdict, .equivalent, "\(name) (\(cause)):\n\(report.text(verbose: false, color: false))")
+            if name == "bk300__btsnoop_hci.log.last" {
+                // The 54-byte notification goes out whole, as the device sent it on MTU 23.
+                let last = try XCTUnwrap(report.steps.last { $0.action == "notification" })
+                XCTAssertEqual(last.observed.first?.count, 108, "\(last.observed)")
+            }
+        }
+        // Another device's session against one of these clones is still not equivalent.
+        let garmin = try RecordedDevice.read(path: try RealCaptures.path("TesiBLE__garmin.pcapng"), options: ExtractOptions(revealSecrets: true))
+        let android = try RecordedDevice.read(path: try RealCaptures.path("AndroidPad__btsnoop_hci.cfa"), options: ExtractOptions(revealSecrets: true))
+        let androidClone = try XCTUnwrap(android.emulated(values: [:]))
+        let crossed = try await replay(garmin.script, androidClone)
+        XCTAssertNotEqual(crossed.verdict, .equivalent)
+    }
+
+    func testAClonesUnsolicitedScheduleIsBounded() {
+        var events = RecordedUnsolicited()
+        for i in 0..<(RecordedUnsolicited.limit + 5) {
+            events.add(RecordedEvent(handle: 3, value: [UInt8(i & 0xFF)], after: Int64(i)), after: .connection(0))
+        }
+        XCTAssertEqual(events.count, RecordedUnsolicited.limit)
+        XCTAssertEqual(events.events[.connection(0)]?.count, RecordedUnsolicited.limit)
+        XCTAssertFalse(events.add(RecordedEvent(handle: 3, value: [], after: 0), after: .subscription(cccd: 4, 0)))
+    }
 }

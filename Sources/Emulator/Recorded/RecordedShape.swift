@@ -126,9 +126,11 @@ extension EmulatedDeviceSpec {
     }
 
     /// A clone of a recorded device whose protocol GATTLab does not model (`ClonedDevice`).
-    public static func clone(name: String, recorded: RecordedTable, reactions: [RecordedReaction]) -> EmulatedDeviceSpec {
+    public static func clone(name: String, recorded: RecordedTable, reactions: [RecordedReaction],
+                             unsolicited: RecordedUnsolicited = RecordedUnsolicited(), answers: [[UInt8]: [[UInt8]]] = [:]) -> EmulatedDeviceSpec {
         EmulatedDeviceSpec(name: name, kind: "clone", summary: "a clone of the recorded device: its database, its answers as recorded",
-                           serverMTU: recorded.serverMTU ?? 247, make: { ClonedDevice.factory(recorded, reactions: reactions, serverMTU: $0) })
+                           serverMTU: recorded.serverMTU ?? 247,
+                           make: { ClonedDevice.factory(recorded, reactions: reactions, unsolicited: unsolicited, answers: answers, serverMTU: $0) })
     }
 
     /// Puts a changed configuration in place, with the factory that builds it.
