@@ -106,8 +106,9 @@ struct ReplayCommand: ParsableCommand {
                 Timing: `recorded` keeps the phone's delays between steps, `fast` drops them, a \
                 number divides them. Waits for answers and notifications keep their timeouts.
 
-                A capture given instead of a script is extracted first; against bluez: its \
-                secrets are redacted, so --set must give them. Against bluez:, writes and \
+                A capture given instead of a script is extracted first (the device of its first \
+                connection with ATT traffic, or the one --connection or --peer names); against \
+                bluez: its secrets are redacted, so --set must give them. Against bluez:, writes and \
                 commands are sent only with --allow-writes; otherwise the run is read-only and \
                 says what it skipped.
 
@@ -120,6 +121,12 @@ struct ReplayCommand: ParsableCommand {
 
         @Argument(help: ArgumentHelp("A script from `replay extract`, or a capture.", valueName: "script"))
         var input: String
+
+        @Option(name: .long, help: ArgumentHelp("A capture: only this connection (as decode shows it: 0x0040).", valueName: "handle"))
+        var connection: String?
+
+        @Option(name: .long, help: ArgumentHelp("A capture: every connection to this device address.", valueName: "address"))
+        var peer: String?
 
         @Option(name: .long, help: ArgumentHelp("emu:NAME, unix:PATH or bluez:hciN/ADDR[/public|random].", valueName: "target"))
         var target: String
@@ -328,6 +335,10 @@ struct ReplayCommand: ParsableCommand {
                 throw Failure(.noInput, "cannot open the script or capture", file: input, hint: "check the path and that the file is readable")
             }
             if data.first(where: { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }) == UInt8(ascii: "{") {
+                guard connection == nil, peer == nil else {
+                    throw Failure(.usage, "--connection and --peer choose in a capture, and this is a script", file: input,
+                                  hint: "extract the capture again with them (gattlab replay extract --peer ADDR)")
+                }
                 guard esp.isEmpty else {
                     throw Failure(.usage, "--esp-pop and --esp-client-key decrypt a capture, and this is a script", file: input,
                                   hint: "extract the capture again with them (gattlab replay extract), or give the PoP with --set pop=")
@@ -338,7 +349,8 @@ struct ReplayCommand: ParsableCommand {
                     throw Failure(error)
                 }
             }
-            let device = try ReplayCommand.recordedDevice(input, ExtractOptions(revealSecrets: revealSecrets, espProofOfPossession: esp.proofOfPossession,
+            let device = try ReplayCommand.recordedDevice(input, ExtractOptions(connection: connection, peer: peer, revealSecrets: revealSecrets,
+                                                                               espProofOfPossession: esp.proofOfPossession,
                                                                                espClientPrivateKey: esp.clientPrivateKey))
             return (device.script, device)
         }

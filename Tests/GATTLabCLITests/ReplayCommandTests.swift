@@ -80,6 +80,27 @@ final class ReplayCommandTests: XCTestCase {
         XCTAssertEqual(replayed.status, 0, replayed.stdout)
     }
 
+    func testRunOnACaptureTakesTheConnectionOrPeerNamed() throws {
+        let demo = Harness.root.appendingPathComponent("Captures/speaker-ota-demo.btsnoop").path
+        let chosen = try Harness.gattlab(["replay", "run", demo, "--target", "emu:recorded", "--timing", "fast", "--connection", "0x0040"], timeout: 120)
+        XCTAssertEqual(chosen.status, 0, chosen.stdout + chosen.stderr)
+        let byPeer = try Harness.gattlab(["replay", "run", demo, "--target", "emu:recorded", "--timing", "fast", "--peer", "C0:FF:EE:12:34:56"], timeout: 120)
+        XCTAssertEqual(byPeer.status, 0, byPeer.stdout + byPeer.stderr)
+        // A filter that matches nothing: exit 67, one line that says so.
+        let none = try Harness.gattlab(["replay", "run", demo, "--target", "emu:recorded", "--peer", "11:22:33:44:55:66"])
+        XCTAssertEqual(none.status, 67, none.stderr)
+        XCTAssertTrue(Harness.oneError(none.stderr), none.stderr)
+        // A script has no connections to choose from.
+        let dir = try Harness.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let script = dir.appendingPathComponent("s.json")
+        let extract = try Harness.gattlab(["replay", "extract", demo, "-o", script.path])
+        XCTAssertEqual(extract.status, 0, extract.stderr)
+        let usage = try Harness.gattlab(["replay", "run", script.path, "--target", "emu:speaker", "--peer", "C0:FF:EE:12:34:56"])
+        XCTAssertEqual(usage.status, 64, usage.stderr)
+        XCTAssertTrue(Harness.oneError(usage.stderr), usage.stderr)
+    }
+
     func testDamagedCaptureGivesTheOneLineError() throws {
         let dir = try Harness.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
