@@ -190,7 +190,10 @@ final class BlackBoxFuzzTests: XCTestCase {
             defer { try? FileManager.default.removeItem(at: dir) }
             let device = try Self.emulator(kind, quirks: [quirk], in: dir)
             defer { device.stop() }
-            let c = try Self.campaign(device, runs: 2500, speed: 100, findings: dir.appendingPathComponent("findings"))
+            // Up to 10,000 inputs: a campaign stops at its first finding, and the unbounded queue
+            // needs a Prepare flood of more than 64 KiB, which seed 1 drew after 254 to 2,098
+            // inputs in ten runs (the device's state between inputs depends on timing).
+            let c = try Self.campaign(device, runs: 10_000, speed: 100, findings: dir.appendingPathComponent("findings"))
             XCTAssertTrue(expected.contains(c.findings.first?["kind"] as? String ?? "none"),
                           "\(kind) --quirk \(quirk): \(c.findings); unconfirmed: \(c.blackBox["unconfirmed"] ?? "none") \(c.result.stderr)")
         }
