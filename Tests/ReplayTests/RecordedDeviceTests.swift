@@ -114,17 +114,24 @@ final class RecordedDeviceTests: XCTestCase {
         XCTAssertNil(fault.speakerLinkLoss)
     }
 
+    /// A real capture of a device GATTLab has no model of: its clone, and the capture's session
+    /// replayed equivalent against it.
+    func assertClonedEquivalent(_ name: String, cause: String? = nil) async throws -> (device: RecordedDevice, spec: EmulatedDeviceSpec, report: ReplayReport) {
+        let device = try RecordedDevice.read(path: try RealCaptures.path(name), options: ExtractOptions(revealSecrets: true))
+        XCTAssertNil(device.kind, "\(name): no device protocol GATTLab models")
+        let spec = try XCTUnwrap(device.emulated(values: try ReplayRunner(script: device.script).values()), name)
+        XCTAssertEqual(spec.kind, "clone")
+        let report = try await replay(device.script, spec)
+        XCTAssertEqual(report.verdict, .equivalent, "\(name)\(cause.map { " (\($0))" } ?? ""):\n\(report.text(verbose: false, color: false))")
+        return (device, spec, report)
+    }
+
     func testAnUnknownProtocolIsClonedAsRecorded() async throws {
         // Devices GATTLab has no model of, recorded by others: the clone answers as they did.
         _ = try RealCaptures.require()
         var clones: [String: (RecordedDevice, EmulatedDeviceSpec)] = [:]
         for name in ["blepcapanalyzer__fitup.pcap", "darkelf__test1.pcapng", "darkelf__btsnoop_hci.log"] {
-            let device = try RecordedDevice.read(path: try RealCaptures.path(name), options: ExtractOptions(revealSecrets: true))
-            XCTAssertNil(device.kind, "\(name): no device protocol GATTLab models")
-            let spec = try XCTUnwrap(device.emulated(values: try ReplayRunner(script: device.script).values()), name)
-            XCTAssertEqual(spec.kind, "clone")
-            let report = try await replay(device.script, spec)
-            XCTAssertEqual(report.verdict, .equivalent, "\(name):\n\(report.text(verbose: false, color: false))")
+            let (device, spec, _) = try await assertClonedEquivalent(name)
             clones[name] = (device, spec)
         }
         // One device's session against another's clone is not equivalent.
@@ -163,12 +170,7 @@ final class RecordedDeviceTests: XCTestCase {
             "sweyntooth__anomaly_nxp_unexpected_encryption_start.pcapng": "the link ended after connecting",
         ]
         for (name, cause) in captures.sorted(by: { $0.key < $1.key }) {
-            let device = try RecordedDevice.read(path: try RealCaptures.path(name), options: ExtractOptions(revealSecrets: true))
-            XCTAssertNil(device.kind, "\(name): no device protocol GATTLab models")
-            let spec = try XCTUnwrap(device.emulated(values: try ReplayRunner(script: device.script).values()), name)
-            XCTAssertEqual(spec.kind, "clone")
-            let report = try await replay(device.script, spec)
-            XCTAssertEqual(report.verdict, .equivalent, "\(name) (\(cause)):\n\(report.text(verbose: false, color: false))")
+            let report = try await assertClonedEquivalent(name, cause: cause).report
             if name == "bk300__btsnoop_hci.log.last" {
                 // The 54-byte notification goes out whole, as the device sent it on MTU 23.
                 let last = try XCTUnwrap(report.steps.last { $0.action == "notification" })
