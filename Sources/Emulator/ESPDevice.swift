@@ -56,6 +56,10 @@ public final class ESPDevice: DeviceModel {
     private var sessionEstablished = false
 
     private var scanFinished = false
+    /// A scan is under way (ESP-IDF's `prov_ctx->scanning`).
+    private var scanRunning = false
+    /// How often a blocking scan start looks whether the scan is done (ESP-IDF: 120 ms).
+    static let blockingScanPoll: Int64 = 120_000
     private var scanResults: [WiFiEnvironment.Network] = []
     private var scanGeneration = 0
     private var pendingSSID: [UInt8]?
@@ -107,6 +111,7 @@ public final class ESPDevice: DeviceModel {
 
     /// protocomm closes the session with the link.
     public func disconnected() {
+        // A scan under way goes on; a blocking start's held answer went with the link.
         stream = nil
         sessionEstablished = false
         clientPublicKey = nil
@@ -250,15 +255,30 @@ public final class ESPDevice: DeviceModel {
         let (message, _) = ESPProvisioning.ScanMessage.decode(bytes)
         guard let message else { return nil }
         switch message.payload {
-        case .start:
+        case .start(let blocking, _, _, _):
+            // wifi_prov_mgr_wifi_scan_start: a start while a scan runs is answered at once and
+            // changes nothing; a blocking start returns only when the scan is done (its handler
+            // polls every 120 ms), so the Write Response waits for the scan, as on the air.
+            guard !scanRunning else { return ESPProvisioning.ScanMessage(.startResponse).encode() }
             scanGeneration += 1
             scanFinished = false
+            scanRunning = true
             scanResults = []
             let g = scanGeneration
-            scheduler.schedule(after: configuration.scanDuration + random.below(400_000)) { [weak self] in
+            let duration = configuration.scanDuration + random.below(400_000)
+            scheduler.schedule(after: duration) { [weak self] in
                 guard let self, self.scanGeneration == g else { return }
                 self.scanResults = self.environment.visible(dualBand: false)
                 self.scanFinished = true
+                self.scanRunning = false
+            }
+            if blocking {
+                server.holdResponse()
+                let polled = (duration / Self.blockingScanPoll + 1) * Self.blockingScanPoll
+                scheduler.schedule(after: polled) { [weak self] in
+                    guard let self, self.scanGeneration == g else { return }
+                    self.server.releaseHeldResponse()
+                }
             }
             return ESPProvisioning.ScanMessage(.startResponse).encode()
         case .status:

@@ -93,6 +93,10 @@ public final class GATTServer {
     private var prepared: [(handle: UInt16, offset: UInt16, value: [UInt8])] = []
     /// Set by a write handler whose firmware crashed: the request gets no answer.
     private var responseDropped = false
+    /// Set by a write handler that answers only when its work is done (`holdResponse()`).
+    private var responseHeld = false
+    /// The response a handler held, sent by `releaseHeldResponse()`.
+    private var heldResponse: [UInt8]?
     private var outgoing: [[UInt8]] = []
     private var pendingIndications: [[UInt8]] = []
     /// An indication was sent and its confirmation has not come.
@@ -206,6 +210,7 @@ public final class GATTServer {
         pendingIndications = []
         awaitingConfirmation = false
         encrypted = false
+        heldResponse = nil
         for h in valueOfCCCD.keys { setValue([0, 0], for: h) }
     }
 
@@ -292,11 +297,18 @@ public final class GATTServer {
         if hung { return [] }
         var out: [[UInt8]] = []
         responseDropped = false
+        responseHeld = false
         if let recorded = recordedAnswer?(request) {
             out.append(recorded)
         } else if let response = respond(to: request) {
-            out.append(response.encode())
+            // A held response waits for `releaseHeldResponse()`; an error is never held.
+            if responseHeld, response.opcode != ATTOpcode.errorResponse.rawValue {
+                heldResponse = response.encode()
+            } else {
+                out.append(response.encode())
+            }
         }
+        responseHeld = false
         out += takeOutgoing()
         if responseDropped {
             // The firmware crashed handling it: no response, and what it queued is lost.
@@ -306,10 +318,28 @@ public final class GATTServer {
         return out
     }
 
+    /// Called by a write handler whose firmware answers only when its work is done (ESP-IDF's
+    /// protocomm handler blocked in a blocking Wi-Fi scan): the request's response is kept until
+    /// `releaseHeldResponse()`, so the client waits for it as it would on the air.
+    public func holdResponse() {
+        responseHeld = true
+    }
+
+    /// Sends the response `holdResponse()` kept, if the link still has one waiting.
+    public func releaseHeldResponse() {
+        guard let pdu = heldResponse else { return }
+        heldResponse = nil
+        if !hung { outgoing.append(pdu) }
+    }
+
+    /// Whether a response is being held.
+    public var holdsResponse: Bool { heldResponse != nil }
+
     /// Called by a write handler whose firmware just crashed: the request being handled gets no
     /// response and nothing queued so far is sent (the device resets; the phone sees the link drop).
     public func dropResponse() {
         responseDropped = true
+        heldResponse = nil
         outgoing.removeAll()
         pendingIndications.removeAll()
         awaitingConfirmation = false

@@ -154,6 +154,66 @@ final class ProvisioningScenarioTests: XCTestCase {
                        [ATTPDU.readResponse(value: Array(ESPConfiguration().versionJSON.utf8)).encode()])
     }
 
+    func testABlockingScanIsAnsweredWhenTheScanIsDone() throws {
+        // ESP-IDF's wifi_prov_mgr_wifi_scan_start(blocking: true) returns only when the scan has
+        // finished, polling every 120 ms; protocomm answers the write after it. A start while a
+        // scan runs is answered at once and restarts nothing.
+        let scheduler = VirtualScheduler(start: 0)
+        var plain = ESPConfiguration()
+        plain.security = 0
+        let device = ESPDevice(scheduler: scheduler, seed: 3, configuration: plain)
+        let s = device.server
+        let scan = try XCTUnwrap(s.valueHandle(of: ESPProvisioning.Endpoint.scan.defaultUUID))
+        let session = try XCTUnwrap(s.valueHandle(of: ESPProvisioning.Endpoint.session.defaultUUID))
+        let written = [ATTPDU.writeResponse.encode()]
+        XCTAssertEqual(s.handle(ATTPDU.writeRequest(handle: session, value: ESPProvisioning.SessionMessage(.sec0Command).encode()).encode()), written)
+        func start(blocking: Bool) -> [[UInt8]] {
+            let start = ESPProvisioning.ScanMessage(.start(blocking: blocking, passive: false, groupChannels: 0, periodMs: 120))
+            return s.handle(ATTPDU.writeRequest(handle: scan, value: start.encode()).encode())
+        }
+        func status() throws -> ESPProvisioning.ScanMessage.Payload? {
+            XCTAssertEqual(s.handle(ATTPDU.writeRequest(handle: scan, value: ESPProvisioning.ScanMessage(.status).encode()).encode()), written)
+            guard case .readResponse(let value)? = try s.handle(ATTPDU.readRequest(handle: scan).encode()).first.map({ try ATTPDU.decode($0) })
+            else { return nil }
+            return ESPProvisioning.ScanMessage.decode(value).0?.payload
+        }
+        func runTimers(until time: Int64) -> [[UInt8]] {
+            var sent: [[UInt8]] = []
+            while let next = scheduler.nextTime, next <= time {
+                scheduler.runNext()
+                sent += s.takeOutgoing()
+            }
+            scheduler.advance(to: time)
+            return sent
+        }
+        let duration = ESPConfiguration().scanDuration
+
+        // Non-blocking: answered at once, the scan still running.
+        XCTAssertEqual(start(blocking: false), written)
+        guard case .statusResponse(let finished, _)? = try status() else { return XCTFail("no status") }
+        XCTAssertFalse(finished)
+        // A blocking start while it runs is answered at once and does not restart it.
+        XCTAssertEqual(start(blocking: true), written)
+        _ = runTimers(until: duration + 400_000)
+        guard case .statusResponse(true, let count)? = try status() else { return XCTFail("the first scan did not finish") }
+        XCTAssertGreaterThan(count, 0)
+
+        // Blocking, nothing running: the Write Response waits for the scan.
+        let asked = scheduler.now
+        XCTAssertEqual(start(blocking: true), [], "held while the scan runs")
+        XCTAssertEqual(runTimers(until: asked + duration - 1), [])
+        XCTAssertEqual(runTimers(until: asked + duration + 400_000 + ESPDevice.blockingScanPoll), written)
+        guard case .statusResponse(true, let again)? = try status() else { return XCTFail("finished when answered") }
+        XCTAssertEqual(again, count)
+
+        // The link goes while an answer is held: nothing is sent to the next link.
+        XCTAssertEqual(start(blocking: true), [])
+        s.resetConnection()
+        device.disconnected()
+        XCTAssertEqual(runTimers(until: scheduler.now + duration + 1_000_000), [])
+        XCTAssertFalse(s.holdsResponse)
+    }
+
     func testAHandlerThatSetsTheValueKeepsIt() {
         let device = ESPDevice(scheduler: VirtualScheduler(start: 0), seed: 3)
         let s = device.server
