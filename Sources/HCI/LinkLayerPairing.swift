@@ -65,9 +65,11 @@ extension LinkDecoder {
             p.preq = body.count >= 7 ? Array(body[0..<7]) : nil
         case .pairingResponse:
             p.pres = body.count >= 7 ? Array(body[0..<7]) : nil
-        case .pairingConfirm(let value):
+        case .pairingConfirm(let secret):
+            let value = secret.unsafeBytes
             if central(p.mconfirm) { p.mconfirm = value } else { p.sconfirm = value }
-        case .pairingRandom(let value):
+        case .pairingRandom(let secret):
+            let value = secret.unsafeBytes
             if central(p.mrand) { p.mrand = value } else { p.srand = value }
             if p.mrand != nil, p.srand != nil, p.stk == nil { recoverTK(key, &p) }
         case .encryptionInformation(let ltk):
@@ -94,6 +96,12 @@ extension LinkDecoder {
         // AuthReq bit 3 on both sides: LE Secure Connections, whose keys come from ECDH.
         if preq[3] & 0x08 != 0 && pres[3] & 0x08 != 0 {
             events.append(.note(key, .smp, "LE Secure Connections pairing: its keys cannot be recovered from a capture"))
+            return
+        }
+        // `gattlab redact` blanks these values with '*' so that nobody can search them: say so
+        // instead of spending a search that cannot succeed.
+        if [p.mconfirm, p.sconfirm, mrand, srand].contains(where: { $0.map { !$0.isEmpty && $0.allSatisfy { $0 == 0x2A } } ?? false }) {
+            events.append(.note(key, .smp, "legacy pairing: its confirm and random values were redacted (all '*'); its keys cannot be recovered"))
             return
         }
         let missing = p.mconfirm == nil ? "the central's Pairing Confirm is not in the capture" :

@@ -4,8 +4,10 @@ import Capture
 public enum SMPPDU: Sendable, Hashable {
     case pairingRequest(PairingFeatures)
     case pairingResponse(PairingFeatures)
-    case pairingConfirm(value: [UInt8])
-    case pairingRandom(value: [UInt8])
+    /// Confirm and random values: secrets in a legacy pairing, where both together give the TK by
+    /// search (a Just Works 0 or a six-digit passkey), and with it the STK and every key distributed.
+    case pairingConfirm(value: Secret)
+    case pairingRandom(value: Secret)
     case pairingFailed(reason: UInt8)
     /// Legacy pairing LTK distribution.
     case encryptionInformation(ltk: Secret)
@@ -113,7 +115,11 @@ public enum SMPPDU: Sendable, Hashable {
         case 0x03, 0x04, 0x0D:
             if let e = need(16) { return .failure(e) }
             let v = bytes(0, 16)
-            return .success(code == 3 ? .pairingConfirm(value: v) : code == 4 ? .pairingRandom(value: v) : .pairingDHKeyCheck(value: v))
+            switch code {
+            case 3: return .success(.pairingConfirm(value: Secret(v, label: "pairing confirm value")))
+            case 4: return .success(.pairingRandom(value: Secret(v, label: "pairing random value")))
+            default: return .success(.pairingDHKeyCheck(value: v))
+            }
         case 0x05:
             if let e = need(1) { return .failure(e) }
             return .success(.pairingFailed(reason: p[0]))
@@ -151,6 +157,8 @@ public enum SMPPDU: Sendable, Hashable {
         case .encryptionInformation(let k): return .encryptionInformation(ltk: k.located(keyOrigin))
         case .identityInformation(let k): return .identityInformation(irk: k.located(keyOrigin))
         case .signingInformation(let k): return .signingInformation(csrk: k.located(keyOrigin))
+        case .pairingConfirm(let v): return .pairingConfirm(value: v.located(keyOrigin))
+        case .pairingRandom(let v): return .pairingRandom(value: v.located(keyOrigin))
         default: return self
         }
     }

@@ -50,7 +50,8 @@ final class AuditTests: XCTestCase {
         t["speaker-secure-ota"] = (["capture.holds-secrets"], ["irk", "irk", "ltk", "wifi-password"])
         t["speaker-sc-justworks"] = (["capture.holds-secrets", "pairing.just-works", "pairing.no-mitm"], ["irk", "irk", "ltk", "wifi-password"])
         t["speaker-legacy-pairing"] = (["capture.holds-secrets", "pairing.just-works", "pairing.legacy", "pairing.no-mitm", "encryption.short-key"],
-                                       ["irk", "irk", "ltk", "ltk", "wifi-password"])
+                                       // Mconfirm, Sconfirm, Mrand and Srand give the TK (0 here), the STK and the LTKs.
+                                       ["irk", "irk", "ltk", "ltk", "pairing-value", "pairing-value", "pairing-value", "pairing-value", "wifi-password"])
         for s in ["sensor-scan", "sensor-scan-separate-markers", "sensor-scan-missing-end", "sensor-scan-dropped", "sensor-scan-delayed",
                   "sensor-mtu23-only"] {
             t[s] = ([], [])

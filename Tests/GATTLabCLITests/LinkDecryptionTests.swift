@@ -295,6 +295,37 @@ final class LinkDecryptionTests: XCTestCase {
         XCTAssertTrue(findings.contains { $0["id"] as? String == "pairing.legacy" })
     }
 
+    /// A redacted copy of a sniffed legacy pairing keeps its keys: the confirm and random values
+    /// are blanked, so no TK is found, nothing is decrypted, and the Just Works fallback's MIC
+    /// fails. The same capture before redaction gives its TK and decrypted ATT.
+    func testRedactedLegacyPairingsGiveNoKeyAway() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("gattlab-redact-pairing-\(getpid())")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        for (name, pairingFrames) in [("crackle__pairing_and_ltk_exchange.pcap", 4), ("crackle__numeric_pin.pcap", 4), ("crackle__missing_confirms.pcap", 2)] {
+            let path = try RealCaptures.path(name)
+            let before = try pairingView(path)
+            XCTAssertTrue(before.notes.contains { $0.hasPrefix("decrypting with the STK") }, "\(name): \(before.notes)")
+            let audit = try Harness.gattlab(["audit", "--format", "json", path], timeout: 120)
+            let doc = (try? JSONSerialization.jsonObject(with: Data(audit.stdout.utf8))) as? [String: Any]
+            let secrets = (doc?["secrets"] as? [[String: Any]]) ?? []
+            XCTAssertEqual(secrets.filter { $0["kind"] as? String == "pairing-value" }.count, pairingFrames, "\(name): \(audit.stdout.prefix(2000))")
+
+            let out = dir.appendingPathComponent(name).path
+            let r = try Harness.gattlab(["redact", path, "-o", out], timeout: 180)
+            XCTAssertEqual(r.status, 0, "\(name): \(r.stderr)")
+            let after = try pairingView(out)
+            XCTAssertFalse(after.notes.contains { $0.hasPrefix("legacy pairing: TK found") || $0.hasPrefix("decrypting with") }, "\(name): \(after.notes)")
+            XCTAssertFalse(after.notes.contains { $0.hasPrefix("LTK from SMP key distribution") }, "\(name): \(after.notes)")
+            XCTAssertTrue(after.notes.contains("legacy pairing: its confirm and random values were redacted (all '*'); its keys cannot be recovered"), "\(name): \(after.notes)")
+            XCTAssertLessThan(after.smp.count + after.att.count, before.smp.count + before.att.count, "\(name): the encrypted part stays encrypted")
+            // What was sent before encryption is all still there, as without recovered keys.
+            let plain = try pairingView(path, ["--no-pairing-keys"])
+            XCTAssertEqual(after.smp, plain.smp, name)
+            XCTAssertEqual(after.att, plain.att, name)
+        }
+    }
+
     /// crackle's test 04: LE Secure Connections keys come from ECDH: said, and nothing tried.
     func testSecureConnectionsPairingIsSaidUnrecoverable() throws {
         let v = try pairingView(try RealCaptures.path("crackle__le_secure_connections.pcapng"))

@@ -55,8 +55,8 @@ final class SMPTests: XCTestCase {
     }
 
     func testValuesOfSixteenBytes() {
-        XCTAssertEqual(pdu([0x03] + sixteen), .pairingConfirm(value: sixteen))
-        XCTAssertEqual(pdu([0x04] + sixteen), .pairingRandom(value: sixteen))
+        XCTAssertEqual(pdu([0x03] + sixteen), .pairingConfirm(value: Secret(sixteen, label: "pairing confirm value")))
+        XCTAssertEqual(pdu([0x04] + sixteen), .pairingRandom(value: Secret(sixteen, label: "pairing random value")))
         XCTAssertEqual(pdu([0x0D] + sixteen), .pairingDHKeyCheck(value: sixteen))
     }
 

@@ -72,6 +72,10 @@ public enum SecretKind: String, Sendable, CaseIterable {
     /// The value of a credential characteristic that no protocol decoder could take apart: the
     /// whole value is treated as secret.
     case credentialValue = "credential-value"
+    /// A Pairing Confirm or Pairing Random value that gives keys away: in a legacy pairing, with
+    /// the others, the TK by search, then the STK and the keys distributed under it; in a Secure
+    /// Connections Passkey Entry, one bit of the passkey per round.
+    case pairingValue = "pairing-value"
 
     public var title: String {
         switch self {
@@ -84,6 +88,7 @@ public enum SecretKind: String, Sendable, CaseIterable {
         case .urlPassword: "password in a firmware URL"
         case .urlToken: "token in a firmware URL"
         case .credentialValue: "credential characteristic value"
+        case .pairingValue: "pairing confirm/random value"
         }
     }
 }

@@ -182,6 +182,22 @@ public final class Auditor {
                 t.pairingResponse = (f, record.number)
             case .pairingFailed(let reason):
                 t.pairingFailed = (SMPPDU.failureReason(reason), record.number)
+            case .pairingConfirm(let value), .pairingRandom(let value):
+                // A legacy pairing's confirm and random values give its TK by search, and with it
+                // the STK and every key distributed under it (what crackle does); a Secure
+                // Connections Passkey Entry gives its passkey, one bit per round. Secrets, so that
+                // redact blanks them. Other SC values give nothing without the DH keys.
+                let a = t.pairingRequest?.features, b = t.pairingResponse?.features
+                if let a, let b, a.secureConnections, b.secureConnections {
+                    guard PairingMethod.of(initiator: a, responder: b, secureConnections: true) == "Passkey Entry" else { break }
+                    sighting(.pairingValue, value, record: record, connection: t,
+                             context: "SMP \(SMPPDU.name(pdu.code)) of a Secure Connections Passkey Entry (with its pair, one bit of the passkey)",
+                             overTheAir: true)
+                } else {
+                    sighting(.pairingValue, value, record: record, connection: t,
+                             context: "SMP \(SMPPDU.name(pdu.code)) of a legacy pairing (with the other values, its TK, STK and distributed keys can be found)",
+                             overTheAir: true)
+                }
             case .encryptionInformation(let ltk):
                 sighting(.ltk, ltk, record: record, connection: t, context: "SMP Encryption Information", overTheAir: true)
             case .identityInformation(let irk):
