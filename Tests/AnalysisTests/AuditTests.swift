@@ -72,6 +72,30 @@ final class AuditTests: XCTestCase {
         return t
     }()
 
+    func testPairingValuesAreSecretsWhereTheyGiveAKeyAway() async throws {
+        // Legacy: with the randoms, the confirm values give the TK, then the STK and the keys.
+        // Secure Connections Passkey Entry: each of the 20 rounds gives a bit of the passkey.
+        // Other Secure Connections values give nothing without the Diffie-Hellman keys.
+        let cases: [(PairingOptions, Int)] = [
+            (PairingOptions(method: .legacy, association: .passkeyEntry, mitm: true), 4),
+            (PairingOptions(method: .secureConnections, association: .passkeyEntry, mitm: true), 80),
+            (PairingOptions(method: .secureConnections, association: .numericComparison, mitm: true), 0),
+            (PairingOptions(method: .secureConnections, association: .justWorks, mitm: false), 0),
+        ]
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("gattlab-pairing-values-\(getpid()).btsnoop").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        for (options, values) in cases {
+            let link = EmulatedLink(seed: 1, device: SpeakerDevice.factory(SpeakerConfiguration()))
+            await link.connect()
+            await link.pair(options)
+            try await link.recording().write(to: path)
+            let report = try Self.audit(path)
+            let found = report.secrets.filter { $0.kind == .pairingValue }
+            XCTAssertEqual(found.count, values, "\(options.method) \(options.association)")
+            XCTAssertTrue(found.allSatisfy { $0.locatable && !$0.alreadyRedacted }, "\(options.method) \(options.association)")
+        }
+    }
+
     func testEveryCaptureHasExactlyItsFindingsAndSecrets() throws {
         let captures = try Files.projectCaptures()
         var seen = Set<String>()
