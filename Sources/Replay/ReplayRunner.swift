@@ -514,10 +514,10 @@ final class Run: @unchecked Sendable {
     func foldableRun(at index: Int) -> Range<Int>? {
         let steps = script.steps
         let first = steps[index]
-        guard first.action == .notification, let text = first.characteristic, let uuid = BluetoothUUID(string: text),
+        guard first.action == .notification, first.descriptor == nil, let text = first.characteristic, let uuid = BluetoothUUID(string: text),
               ProgressFold(characteristic: uuid) != nil else { return nil }
         var end = index + 1
-        while end < steps.count, steps[end].action == .notification, steps[end].characteristic == text { end += 1 }
+        while end < steps.count, steps[end].action == .notification, steps[end].characteristic == text, steps[end].descriptor == nil { end += 1 }
         return index..<end
     }
 
@@ -580,14 +580,18 @@ final class Run: @unchecked Sendable {
     }
 
     func notification(_ step: ReplayStep, _ o: inout StepOutcome) async throws(Stop) {
-        guard let text = step.characteristic, let uuid = BluetoothUUID(string: text) else {
+        guard step.characteristic != nil || step.handle != nil else {
             o.skip("no characteristic named")
             return
         }
-        o.name = Names.of(text)
+        // Waited for on the handle the device notified from, as recorded: the characteristic's
+        // value, or (a stack that notifies from a descriptor) the descriptor the step names.
+        let (resolved, name) = try await resolve(step, &o, descriptor: step.descriptor.flatMap(BluetoothUUID.init(string:)))
+        guard let handle = resolved else { return }
+        o.name = name
         let timeout = min(max(step.timeout ?? 10_000_000, 0), ReplayRunner.longestWait)
         let value: [UInt8]?
-        do { value = try await central.nextNotification(uuid, within: timeout) } catch { throw stop(error) }
+        do { value = try await central.nextNotification(handle: handle, within: timeout) } catch { throw stop(error) }
         guard let value else {
             if !(await link.isConnected()) { throw .linkDropped }
             o.diverge("no \(step.indication == true ? "indication" : "notification") within \(Double(timeout) / 1e6) s; recorded \(step.expect?.meaning ?? step.expect?.value ?? "one")")

@@ -1,3 +1,4 @@
+import ATT
 import Emulator
 import Foundation
 import GATT
@@ -13,9 +14,10 @@ final class RecordedDeviceTests: XCTestCase {
         Files.root.appendingPathComponent("Captures/emulated/\(name).btsnoop").path
     }
 
-    func replay(_ script: SessionScript, _ spec: EmulatedDeviceSpec, comparison: ReplayComparison = .progress) async throws -> ReplayReport {
+    func replay(_ script: SessionScript, _ spec: EmulatedDeviceSpec, comparison: ReplayComparison = .progress,
+                timing: ReplayTiming = .recorded) async throws -> ReplayReport {
         let link = EmulatedLink(seed: 1, device: spec.factory)
-        return try await ReplayRunner(script: script, options: ReplayOptions(comparison: comparison)).run(on: link, target: "emu:\(spec.name)")
+        return try await ReplayRunner(script: script, options: ReplayOptions(timing: timing, comparison: comparison)).run(on: link, target: "emu:\(spec.name)")
     }
 
     func testTheCadenceReadFromARecordingIsTheDevicesOwn() throws {
@@ -116,14 +118,24 @@ final class RecordedDeviceTests: XCTestCase {
 
     /// A real capture of a device GATTLab has no model of: its clone, and the capture's session
     /// replayed equivalent against it.
-    func assertClonedEquivalent(_ name: String, cause: String? = nil) async throws -> (device: RecordedDevice, spec: EmulatedDeviceSpec, report: ReplayReport) {
-        let device = try RecordedDevice.read(path: try RealCaptures.path(name), options: ExtractOptions(revealSecrets: true))
-        XCTAssertNil(device.kind, "\(name): no device protocol GATTLab models")
-        let spec = try XCTUnwrap(device.emulated(values: try ReplayRunner(script: device.script).values()), name)
+    /// `peer`: that device of the capture (default: the first with ATT traffic); `timings`: each
+    /// is replayed, the report of the first is returned.
+    @discardableResult
+    func assertClonedEquivalent(_ name: String, peer: String? = nil, cause: String? = nil,
+                                timings: [ReplayTiming] = [.recorded]) async throws -> (device: RecordedDevice, spec: EmulatedDeviceSpec, report: ReplayReport) {
+        let device = try RecordedDevice.read(path: try RealCaptures.path(name), options: ExtractOptions(peer: peer, revealSecrets: true))
+        let label = name + (peer.map { " \($0)" } ?? "")
+        XCTAssertNil(device.kind, "\(label): no device protocol GATTLab models")
+        if let peer { XCTAssertEqual(device.script.source.peer, peer, label) }
+        let spec = try XCTUnwrap(device.emulated(values: try ReplayRunner(script: device.script).values()), label)
         XCTAssertEqual(spec.kind, "clone")
-        let report = try await replay(device.script, spec)
-        XCTAssertEqual(report.verdict, .equivalent, "\(name)\(cause.map { " (\($0))" } ?? ""):\n\(report.text(verbose: false, color: false))")
-        return (device, spec, report)
+        var reports: [ReplayReport] = []
+        for timing in timings {
+            let report = try await replay(device.script, spec, timing: timing)
+            XCTAssertEqual(report.verdict, .equivalent, "\(label) (timing \(timing))\(cause.map { " (\($0))" } ?? ""):\n\(report.text(verbose: false, color: false))")
+            reports.append(report)
+        }
+        return (device, spec, try XCTUnwrap(reports.first))
     }
 
     func testAnUnknownProtocolIsClonedAsRecorded() async throws {
@@ -168,6 +180,7 @@ final class RecordedDeviceTests: XCTestCase {
             "crackle__numeric_pin.pcap": "a write to a handle discovery never found",
             "bk300__btsnoop_hci.log.last": "a notification longer than the MTU; the device's own Exchange MTU",
             "sweyntooth__anomaly_nxp_unexpected_encryption_start.pcapng": "the link ended after connecting",
+            "horizon74__btsnoop_hci.log": "notifications from a handle discovery found as a descriptor",
         ]
         for (name, cause) in captures.sorted(by: { $0.key < $1.key }) {
             let report = try await assertClonedEquivalent(name, cause: cause).report
@@ -183,6 +196,46 @@ final class RecordedDeviceTests: XCTestCase {
         let androidClone = try XCTUnwrap(android.emulated(values: [:]))
         let crossed = try await replay(garmin.script, androidClone)
         XCTAssertNotEqual(crossed.verdict, .equivalent)
+    }
+
+    /// A hand-made recording of a device whose stack notifies from the handle after the
+    /// characteristic's value (discovery finds it as a descriptor with the characteristic's UUID).
+    static func descriptorNotifier(descriptor: Bool) -> (SessionScript, AttributeTable) {
+        let fff3 = BluetoothUUID(uuid16: 0xFFF3)
+        var table = AttributeTable()
+        table.addService(start: 0x0009, end: 0x0012, uuid: BluetoothUUID(uuid16: 0xFFF0), primary: true)
+        table.addCharacteristic(declaration: 0x0010, properties: 0x18, valueHandle: 0x0011, uuid: fff3)
+        table.addFoundInformation(handle: 0x0012, uuid: fff3)
+        var notification = ReplayStep(.notification, at: 1_000_000)
+        notification.characteristic = fff3.canonicalString
+        notification.descriptor = descriptor ? fff3.canonicalString : nil
+        var x = ReplayStep.Expectation()
+        x.value = "0502"
+        notification.expect = x
+        var steps = [ReplayStep(.connect, at: 0), ReplayStep(.discover, at: 100_000), notification]
+        ConnectionSteps.setTimeouts(&steps)
+        let source = SessionScript.Source(capture: "hand", peer: nil, connections: [], start: 0)
+        return (SessionScript(source: source, device: nil, redacted: false, steps: steps), table)
+    }
+
+    func testANotificationFromADescriptorsHandleIsWaitedForThere() async throws {
+        // Recorded from the descriptor's handle (0x0012): the clone sends it there, and the
+        // replay waits for it there, not on the value handle (0x0011).
+        let (script, table) = Self.descriptorNotifier(descriptor: true)
+        let device = RecordedDevice(script: script, table: table)
+        XCTAssertEqual(device.unsolicited.events[.connection(0)]?.map(\.handle), [0x0012])
+        let clone = try XCTUnwrap(device.emulated(values: [:]))
+        let report = try await replay(script, clone)
+        XCTAssertEqual(report.verdict, .equivalent, report.text(verbose: true, color: false))
+        XCTAssertEqual(report.steps.last?.observed.last, "0502")
+        // A script that names the value handle waits there: the descriptor's notification is not it.
+        let (onValue, _) = Self.descriptorNotifier(descriptor: false)
+        let crossed = try await replay(onValue, clone)
+        XCTAssertEqual(crossed.verdict, .diverged, crossed.text(verbose: true, color: false))
+        // And a device that notifies from the value handle does not pass for one that used the descriptor's.
+        let valueNotifier = try XCTUnwrap(RecordedDevice(script: onValue, table: table).emulated(values: [:]))
+        let other = try await replay(script, valueNotifier)
+        XCTAssertEqual(other.verdict, .diverged, other.text(verbose: true, color: false))
     }
 
     func testAClonesUnsolicitedScheduleIsBounded() {
