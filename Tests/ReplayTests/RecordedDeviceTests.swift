@@ -181,9 +181,12 @@ final class RecordedDeviceTests: XCTestCase {
             "bk300__btsnoop_hci.log.last": "a notification longer than the MTU; the device's own Exchange MTU",
             "sweyntooth__anomaly_nxp_unexpected_encryption_start.pcapng": "the link ended after connecting",
             "horizon74__btsnoop_hci.log": "notifications from a handle discovery found as a descriptor",
+            "sweyntooth__capture_cypress_psoc6_crash_llid.pcapng": "link losses up to 40 s after connecting",
         ]
         for (name, cause) in captures.sorted(by: { $0.key < $1.key }) {
-            let report = try await assertClonedEquivalent(name, cause: cause).report
+            // Fast too: the phone's delays dropped, the device's kept (its link losses,
+            // its notifications on its own).
+            let report = try await assertClonedEquivalent(name, cause: cause, timings: [.recorded, .fast]).report
             if name == "bk300__btsnoop_hci.log.last" {
                 // The 54-byte notification goes out whole, as the device sent it on MTU 23.
                 let last = try XCTUnwrap(report.steps.last { $0.action == "notification" })
@@ -236,6 +239,34 @@ final class RecordedDeviceTests: XCTestCase {
         let valueNotifier = try XCTUnwrap(RecordedDevice(script: onValue, table: table).emulated(values: [:]))
         let other = try await replay(script, valueNotifier)
         XCTAssertEqual(other.verdict, .diverged, other.text(verbose: true, color: false))
+    }
+
+    func testAWaitForTheDeviceFollowsItsRecordedDelay() async throws {
+        // The device ended the link 9 s after connecting, 0.5 s after the phone's last step: the
+        // step's own timeout is 5 s. With the phone's delays dropped (--timing fast) the replay
+        // comes to the loss at once, and waits what the device took in the recording.
+        var steps = [ReplayStep(.connect, at: 0), ReplayStep(.encrypt, at: 8_500_000), ReplayStep(.linkLost, at: 9_000_000)]
+        ConnectionSteps.setTimeouts(&steps)
+        XCTAssertEqual(steps.last?.timeout, 5_000_000)
+        let script = SessionScript(source: .init(capture: "hand", peer: nil, connections: [], start: 0), device: nil, redacted: false, steps: steps)
+        var table = AttributeTable()
+        table.addService(start: 1, end: 3, uuid: BluetoothUUID(uuid16: 0xFFF0), primary: true)
+        table.addCharacteristic(declaration: 2, properties: 0x02, valueHandle: 3, uuid: BluetoothUUID(uuid16: 0xFFF1))
+        func dropping(after delay: Int64) -> EmulatedDeviceSpec {
+            var events = RecordedUnsolicited()
+            events.add(RecordedEvent(handle: 0, value: [], after: delay, linkLoss: 0x13), after: .connection(0))
+            return .clone(name: "recorded", recorded: RecordedTable(table: table), reactions: [], unsolicited: events)
+        }
+        for timing in [ReplayTiming.recorded, .fast, .scaled(4)] {
+            let report = try await replay(script, dropping(after: 9_000_000), timing: timing)
+            XCTAssertEqual(report.verdict, .equivalent, "\(timing):\n\(report.text(verbose: true, color: false))")
+        }
+        // The wait is bounded by the recorded delay and its margin: a device that keeps the link
+        // a minute diverges after about 12 s of its time, not a minute.
+        let late = try await replay(script, dropping(after: 60_000_000), timing: .fast)
+        XCTAssertEqual(late.verdict, .diverged, late.text(verbose: true, color: false))
+        XCTAssertLessThan(late.duration, 15_000_000, late.text(verbose: true, color: false))
+        XCTAssertTrue(late.steps.last?.differences.joined().contains("still connected after 11 s") == true, late.text(verbose: true, color: false))
     }
 
     func testAClonesUnsolicitedScheduleIsBounded() {
