@@ -269,6 +269,26 @@ final class RecordedDeviceTests: XCTestCase {
         XCTAssertTrue(late.steps.last?.differences.joined().contains("still connected after 11 s") == true, late.text(verbose: true, color: false))
     }
 
+    /// The other devices of real captures (`replay run CAPTURE --peer ADDR`): every one with ATT
+    /// traffic and a discovery to clone (the measurement of issue 17 lists them), default and fast.
+    func testTheOtherDevicesOfRealCapturesReplayAgainstTheirClones() async throws {
+        _ = try RealCaptures.require()
+        let devices: [(name: String, peer: String, cause: String)] = [
+            ("AndroidPad__btsnoop_hci.cfa", "D0:BA:E4:BE:F4:57", "a second tablet: notifications after the subscription, two link losses"),
+            ("DSD6__btsnoop_hci.log", "F9:E5:10:60:E8:60", "the capture's first link began before it (one PDU, no discovery); write commands and notifications"),
+            ("fuut__hci_snoop20250125165300.cfa", "FF:B8:37:72:4F:F8", "three encrypted links; notifications no write caused, long after their subscription (fast: waited as recorded)"),
+        ]
+        var clones: [String: EmulatedDeviceSpec] = [:]
+        for d in devices {
+            clones[d.name] = try await assertClonedEquivalent(d.name, peer: d.peer, cause: d.cause, timings: [.recorded, .fast]).spec
+        }
+        // One device's session against the clone of another device of the same capture is not equivalent.
+        let first = try RecordedDevice.read(path: try RealCaptures.path("AndroidPad__btsnoop_hci.cfa"), options: ExtractOptions(revealSecrets: true))
+        XCTAssertNotEqual(first.script.source.peer, devices[0].peer)
+        let crossed = try await replay(first.script, try XCTUnwrap(clones["AndroidPad__btsnoop_hci.cfa"]))
+        XCTAssertNotEqual(crossed.verdict, .equivalent)
+    }
+
     func testAClonesUnsolicitedScheduleIsBounded() {
         var events = RecordedUnsolicited()
         for i in 0..<(RecordedUnsolicited.limit + 5) {
