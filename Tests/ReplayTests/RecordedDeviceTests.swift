@@ -278,14 +278,24 @@ final class RecordedDeviceTests: XCTestCase {
             ("DSD6__btsnoop_hci.log", "F9:E5:10:60:E8:60", "the capture's first link began before it (one PDU, no discovery); write commands and notifications"),
             ("fuut__hci_snoop20250125165300.cfa", "FF:B8:37:72:4F:F8", "three encrypted links; notifications no write caused, long after their subscription (fast: waited as recorded)"),
         ]
-        var clones: [String: EmulatedDeviceSpec] = [:]
+        var clones: [String: (RecordedDevice, EmulatedDeviceSpec)] = [:]
         for d in devices {
-            clones[d.name] = try await assertClonedEquivalent(d.name, peer: d.peer, cause: d.cause, timings: [.recorded, .fast]).spec
+            let (device, spec, _) = try await assertClonedEquivalent(d.name, peer: d.peer, cause: d.cause, timings: [.recorded, .fast])
+            clones[d.name] = (device, spec)
         }
-        // One device's session against the clone of another device of the same capture is not equivalent.
+        // Each one's session against another's clone is not equivalent.
+        for a in devices {
+            for b in devices where b.name != a.name {
+                let (session, _) = try XCTUnwrap(clones[a.name])
+                let (_, clone) = try XCTUnwrap(clones[b.name])
+                let crossed = try await replay(session.script, clone)
+                XCTAssertNotEqual(crossed.verdict, .equivalent, "\(a.name) \(a.peer) against the clone of \(b.name) \(b.peer)")
+            }
+        }
+        // Nor against the clone of another device of the same capture.
         let first = try RecordedDevice.read(path: try RealCaptures.path("AndroidPad__btsnoop_hci.cfa"), options: ExtractOptions(revealSecrets: true))
         XCTAssertNotEqual(first.script.source.peer, devices[0].peer)
-        let crossed = try await replay(first.script, try XCTUnwrap(clones["AndroidPad__btsnoop_hci.cfa"]))
+        let crossed = try await replay(first.script, try XCTUnwrap(clones["AndroidPad__btsnoop_hci.cfa"]).1)
         XCTAssertNotEqual(crossed.verdict, .equivalent)
     }
 
