@@ -251,7 +251,12 @@ public actor ScriptedCentral {
     /// The next notification (or indication) on `uuid` within `microseconds`, or nil (also when
     /// the link ends first).
     public func nextNotification(_ uuid: BluetoothUUID, within microseconds: Int64) async throws(CentralError) -> [UInt8]? {
-        let handle = try valueHandle(uuid)
+        try await nextNotification(handle: try valueHandle(uuid), within: microseconds)
+    }
+
+    /// The next notification (or indication) from `handle` within `microseconds`, or nil: a
+    /// device may notify from another handle than the characteristic's value (a descriptor's).
+    public func nextNotification(handle: UInt16, within microseconds: Int64) async throws(CentralError) -> [UInt8]? {
         let start = await bearer.now()
         while true {
             if let i = notifications.firstIndex(where: { $0.0 == handle }) {

@@ -104,7 +104,8 @@ struct ReplayCommand: ParsableCommand {
                                 as unix: does)
 
                 Timing: `recorded` keeps the phone's delays between steps, `fast` drops them, a \
-                number divides them. Waits for answers and notifications keep their timeouts.
+                number divides them. Waits for answers and notifications keep their timeouts; \
+                what the device did on its own is waited for as long as it took in the recording.
 
                 A capture given instead of a script is extracted first (the device of its first \
                 connection with ATT traffic, or the one --connection or --peer names); against \

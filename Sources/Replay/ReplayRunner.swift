@@ -72,6 +72,9 @@ public struct ReplayOptions: Sendable {
 public struct ReplayRunner {
     /// The longest any wait of a script may last (delays, notification and link-loss timeouts).
     public static let longestWait: Int64 = 3_600_000_000
+    /// The longest recorded device delay a wait follows (`Run.deviceWait`): ten minutes, the
+    /// longest timeout extraction gives (twice a 300 s gap).
+    public static let longestDeviceDelay: Int64 = 600_000_000
 
     public let script: SessionScript
     public let options: ReplayOptions
@@ -120,6 +123,9 @@ final class Run: @unchecked Sendable {
     let esp: ESPLiveReplay?
     var outcomes: [StepOutcome] = []
     var connected = false
+    /// When this run opened the current link, and when the recording did (µs since its start):
+    /// what the device does on its own is timed from there (`deviceWait`).
+    var linkOpened: (at: Int64, recorded: Int64)?
     var discovered = false
     var start: Int64 = 0
     /// What differed from the recording but was tolerated (progress comparison), one line each.
@@ -244,13 +250,13 @@ final class Run: @unchecked Sendable {
     func perform(_ step: ReplayStep, _ index: Int, _ o: inout StepOutcome) async throws(Stop) {
         if step.action != .connect, !connected, step.action != .disconnect, step.action != .linkLost {
             // The recording began with the link already up: open it now.
-            try await connect(&o)
+            try await connect(&o, recordedAt: step.at)
             o.observe("connected first (the recording began mid-connection)")
         }
         if let esp, try await esp.perform(step, index, &o, run: self) { return }
         switch step.action {
         case .connect:
-            try await connect(&o)
+            try await connect(&o, recordedAt: step.at)
         case .exchangeMTU:
             let asked = step.mtu ?? 23
             do {
@@ -313,7 +319,7 @@ final class Run: @unchecked Sendable {
                 o.observe("the link was already lost")
                 return
             }
-            let timeout = min(max(step.timeout ?? 10_000_000, 0), ReplayRunner.longestWait)
+            let timeout = await deviceWait(step)
             if await central.waitForDisconnect(within: timeout) {
                 o.observe("the device ended the link")
             } else {
@@ -344,7 +350,7 @@ final class Run: @unchecked Sendable {
         }
     }
 
-    func connect(_ o: inout StepOutcome) async throws(Stop) {
+    func connect(_ o: inout StepOutcome, recordedAt: Int64) async throws(Stop) {
         await central.connect()
         // A device that just rebooted (a REBOOT, a crash) takes a moment to accept again, as it
         // takes a moment to advertise: up to two seconds.
@@ -359,6 +365,7 @@ final class Run: @unchecked Sendable {
             throw .failed("cannot connect\(why.map { ": \($0)" } ?? "")")
         }
         connected = true
+        linkOpened = (await link.now(), recordedAt)
         agreedMTU = nil
         esp?.linkOpened()
         o.observe("connected")
@@ -514,10 +521,10 @@ final class Run: @unchecked Sendable {
     func foldableRun(at index: Int) -> Range<Int>? {
         let steps = script.steps
         let first = steps[index]
-        guard first.action == .notification, let text = first.characteristic, let uuid = BluetoothUUID(string: text),
+        guard first.action == .notification, first.descriptor == nil, let text = first.characteristic, let uuid = BluetoothUUID(string: text),
               ProgressFold(characteristic: uuid) != nil else { return nil }
         var end = index + 1
-        while end < steps.count, steps[end].action == .notification, steps[end].characteristic == text { end += 1 }
+        while end < steps.count, steps[end].action == .notification, steps[end].characteristic == text, steps[end].descriptor == nil { end += 1 }
         return index..<end
     }
 
@@ -537,6 +544,7 @@ final class Run: @unchecked Sendable {
         // The run may take as long as its steps' timeouts together (each twice its recorded gap).
         var budget: Int64 = 0
         for i in run { budget = min(ReplayRunner.longestWait, budget + min(max(steps[i].timeout ?? 10_000_000, 0), ReplayRunner.longestWait)) }
+        if let last = run.last { budget = max(budget, await deviceWait(steps[last])) }
         let deadline = await link.now() + budget
         var timedOut = false
         var observedLengths: [Int] = []
@@ -580,14 +588,18 @@ final class Run: @unchecked Sendable {
     }
 
     func notification(_ step: ReplayStep, _ o: inout StepOutcome) async throws(Stop) {
-        guard let text = step.characteristic, let uuid = BluetoothUUID(string: text) else {
+        guard step.characteristic != nil || step.handle != nil else {
             o.skip("no characteristic named")
             return
         }
-        o.name = Names.of(text)
-        let timeout = min(max(step.timeout ?? 10_000_000, 0), ReplayRunner.longestWait)
+        // Waited for on the handle the device notified from, as recorded: the characteristic's
+        // value, or (a stack that notifies from a descriptor) the descriptor the step names.
+        let (resolved, name) = try await resolve(step, &o, descriptor: step.descriptor.flatMap(BluetoothUUID.init(string:)))
+        guard let handle = resolved else { return }
+        o.name = name
+        let timeout = await deviceWait(step)
         let value: [UInt8]?
-        do { value = try await central.nextNotification(uuid, within: timeout) } catch { throw stop(error) }
+        do { value = try await central.nextNotification(handle: handle, within: timeout) } catch { throw stop(error) }
         guard let value else {
             if !(await link.isConnected()) { throw .linkDropped }
             o.diverge("no \(step.indication == true ? "indication" : "notification") within \(Double(timeout) / 1e6) s; recorded \(step.expect?.meaning ?? step.expect?.value ?? "one")")
@@ -595,6 +607,23 @@ final class Run: @unchecked Sendable {
         }
         compareLengths(recorded: [step.expect?.value.flatMap(Hex.bytes)?.count].compactMap { $0 }, observed: [value.count], &o)
         compareValue(step, value, &o)
+    }
+
+    /// How long to wait for what the device does on its own (a notification, the link's end):
+    /// the step's timeout, or longer when this run came to the step sooner after opening the
+    /// link than the recording did (`--timing fast` drops the phone's delays, not the device's):
+    /// what is left of the device's recorded delay since the link opened (at most
+    /// `longestDeviceDelay`) and a margin of 2 s and a tenth of that. On virtual time it costs
+    /// nothing, and any wait ends when the event comes.
+    func deviceWait(_ step: ReplayStep) async -> Int64 {
+        let timeout = min(max(step.timeout ?? 10_000_000, 0), ReplayRunner.longestWait)
+        guard let opened = linkOpened else { return timeout }
+        // A hand-edited script's times may be anything: no difference may overflow.
+        let (since, overflow) = step.at.subtractingReportingOverflow(opened.recorded)
+        let recorded = overflow ? 0 : min(max(since, 0), ReplayRunner.longestDeviceDelay)
+        let left = recorded - min(max(0, await link.now() - opened.at), ReplayRunner.longestWait)
+        guard left > 0 else { return timeout }
+        return min(max(timeout, left + 2_000_000 + left / 10), ReplayRunner.longestWait)
     }
 
     /// A notification value longer than ATT_MTU - 3 breaks the ATT specification (Core Vol 3

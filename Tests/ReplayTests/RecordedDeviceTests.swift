@@ -1,3 +1,4 @@
+import ATT
 import Emulator
 import Foundation
 import GATT
@@ -13,9 +14,10 @@ final class RecordedDeviceTests: XCTestCase {
         Files.root.appendingPathComponent("Captures/emulated/\(name).btsnoop").path
     }
 
-    func replay(_ script: SessionScript, _ spec: EmulatedDeviceSpec, comparison: ReplayComparison = .progress) async throws -> ReplayReport {
+    func replay(_ script: SessionScript, _ spec: EmulatedDeviceSpec, comparison: ReplayComparison = .progress,
+                timing: ReplayTiming = .recorded) async throws -> ReplayReport {
         let link = EmulatedLink(seed: 1, device: spec.factory)
-        return try await ReplayRunner(script: script, options: ReplayOptions(comparison: comparison)).run(on: link, target: "emu:\(spec.name)")
+        return try await ReplayRunner(script: script, options: ReplayOptions(timing: timing, comparison: comparison)).run(on: link, target: "emu:\(spec.name)")
     }
 
     func testTheCadenceReadFromARecordingIsTheDevicesOwn() throws {
@@ -116,14 +118,24 @@ final class RecordedDeviceTests: XCTestCase {
 
     /// A real capture of a device GATTLab has no model of: its clone, and the capture's session
     /// replayed equivalent against it.
-    func assertClonedEquivalent(_ name: String, cause: String? = nil) async throws -> (device: RecordedDevice, spec: EmulatedDeviceSpec, report: ReplayReport) {
-        let device = try RecordedDevice.read(path: try RealCaptures.path(name), options: ExtractOptions(revealSecrets: true))
-        XCTAssertNil(device.kind, "\(name): no device protocol GATTLab models")
-        let spec = try XCTUnwrap(device.emulated(values: try ReplayRunner(script: device.script).values()), name)
+    /// `peer`: that device of the capture (default: the first with ATT traffic); `timings`: each
+    /// is replayed, the report of the first is returned.
+    @discardableResult
+    func assertClonedEquivalent(_ name: String, peer: String? = nil, cause: String? = nil,
+                                timings: [ReplayTiming] = [.recorded]) async throws -> (device: RecordedDevice, spec: EmulatedDeviceSpec, report: ReplayReport) {
+        let device = try RecordedDevice.read(path: try RealCaptures.path(name), options: ExtractOptions(peer: peer, revealSecrets: true))
+        let label = name + (peer.map { " \($0)" } ?? "")
+        XCTAssertNil(device.kind, "\(label): no device protocol GATTLab models")
+        if let peer { XCTAssertEqual(device.script.source.peer, peer, label) }
+        let spec = try XCTUnwrap(device.emulated(values: try ReplayRunner(script: device.script).values()), label)
         XCTAssertEqual(spec.kind, "clone")
-        let report = try await replay(device.script, spec)
-        XCTAssertEqual(report.verdict, .equivalent, "\(name)\(cause.map { " (\($0))" } ?? ""):\n\(report.text(verbose: false, color: false))")
-        return (device, spec, report)
+        var reports: [ReplayReport] = []
+        for timing in timings {
+            let report = try await replay(device.script, spec, timing: timing)
+            XCTAssertEqual(report.verdict, .equivalent, "\(label) (timing \(timing))\(cause.map { " (\($0))" } ?? ""):\n\(report.text(verbose: false, color: false))")
+            reports.append(report)
+        }
+        return (device, spec, try XCTUnwrap(reports.first))
     }
 
     func testAnUnknownProtocolIsClonedAsRecorded() async throws {
@@ -168,9 +180,13 @@ final class RecordedDeviceTests: XCTestCase {
             "crackle__numeric_pin.pcap": "a write to a handle discovery never found",
             "bk300__btsnoop_hci.log.last": "a notification longer than the MTU; the device's own Exchange MTU",
             "sweyntooth__anomaly_nxp_unexpected_encryption_start.pcapng": "the link ended after connecting",
+            "horizon74__btsnoop_hci.log": "notifications from a handle discovery found as a descriptor",
+            "sweyntooth__capture_cypress_psoc6_crash_llid.pcapng": "link losses up to 40 s after connecting",
         ]
         for (name, cause) in captures.sorted(by: { $0.key < $1.key }) {
-            let report = try await assertClonedEquivalent(name, cause: cause).report
+            // Fast too: the phone's delays dropped, the device's kept (its link losses,
+            // its notifications on its own).
+            let report = try await assertClonedEquivalent(name, cause: cause, timings: [.recorded, .fast]).report
             if name == "bk300__btsnoop_hci.log.last" {
                 // The 54-byte notification goes out whole, as the device sent it on MTU 23.
                 let last = try XCTUnwrap(report.steps.last { $0.action == "notification" })
@@ -182,6 +198,104 @@ final class RecordedDeviceTests: XCTestCase {
         let android = try RecordedDevice.read(path: try RealCaptures.path("AndroidPad__btsnoop_hci.cfa"), options: ExtractOptions(revealSecrets: true))
         let androidClone = try XCTUnwrap(android.emulated(values: [:]))
         let crossed = try await replay(garmin.script, androidClone)
+        XCTAssertNotEqual(crossed.verdict, .equivalent)
+    }
+
+    /// A hand-made recording of a device whose stack notifies from the handle after the
+    /// characteristic's value (discovery finds it as a descriptor with the characteristic's UUID).
+    static func descriptorNotifier(descriptor: Bool) -> (SessionScript, AttributeTable) {
+        let fff3 = BluetoothUUID(uuid16: 0xFFF3)
+        var table = AttributeTable()
+        table.addService(start: 0x0009, end: 0x0012, uuid: BluetoothUUID(uuid16: 0xFFF0), primary: true)
+        table.addCharacteristic(declaration: 0x0010, properties: 0x18, valueHandle: 0x0011, uuid: fff3)
+        table.addFoundInformation(handle: 0x0012, uuid: fff3)
+        var notification = ReplayStep(.notification, at: 1_000_000)
+        notification.characteristic = fff3.canonicalString
+        notification.descriptor = descriptor ? fff3.canonicalString : nil
+        var x = ReplayStep.Expectation()
+        x.value = "0502"
+        notification.expect = x
+        var steps = [ReplayStep(.connect, at: 0), ReplayStep(.discover, at: 100_000), notification]
+        ConnectionSteps.setTimeouts(&steps)
+        let source = SessionScript.Source(capture: "hand", peer: nil, connections: [], start: 0)
+        return (SessionScript(source: source, device: nil, redacted: false, steps: steps), table)
+    }
+
+    func testANotificationFromADescriptorsHandleIsWaitedForThere() async throws {
+        // Recorded from the descriptor's handle (0x0012): the clone sends it there, and the
+        // replay waits for it there, not on the value handle (0x0011).
+        let (script, table) = Self.descriptorNotifier(descriptor: true)
+        let device = RecordedDevice(script: script, table: table)
+        XCTAssertEqual(device.unsolicited.events[.connection(0)]?.map(\.handle), [0x0012])
+        let clone = try XCTUnwrap(device.emulated(values: [:]))
+        let report = try await replay(script, clone)
+        XCTAssertEqual(report.verdict, .equivalent, report.text(verbose: true, color: false))
+        XCTAssertEqual(report.steps.last?.observed.last, "0502")
+        // A script that names the value handle waits there: the descriptor's notification is not it.
+        let (onValue, _) = Self.descriptorNotifier(descriptor: false)
+        let crossed = try await replay(onValue, clone)
+        XCTAssertEqual(crossed.verdict, .diverged, crossed.text(verbose: true, color: false))
+        // And a device that notifies from the value handle does not pass for one that used the descriptor's.
+        let valueNotifier = try XCTUnwrap(RecordedDevice(script: onValue, table: table).emulated(values: [:]))
+        let other = try await replay(script, valueNotifier)
+        XCTAssertEqual(other.verdict, .diverged, other.text(verbose: true, color: false))
+    }
+
+    func testAWaitForTheDeviceFollowsItsRecordedDelay() async throws {
+        // The device ended the link 9 s after connecting, 0.5 s after the phone's last step: the
+        // step's own timeout is 5 s. With the phone's delays dropped (--timing fast) the replay
+        // comes to the loss at once, and waits what the device took in the recording.
+        var steps = [ReplayStep(.connect, at: 0), ReplayStep(.encrypt, at: 8_500_000), ReplayStep(.linkLost, at: 9_000_000)]
+        ConnectionSteps.setTimeouts(&steps)
+        XCTAssertEqual(steps.last?.timeout, 5_000_000)
+        let script = SessionScript(source: .init(capture: "hand", peer: nil, connections: [], start: 0), device: nil, redacted: false, steps: steps)
+        var table = AttributeTable()
+        table.addService(start: 1, end: 3, uuid: BluetoothUUID(uuid16: 0xFFF0), primary: true)
+        table.addCharacteristic(declaration: 2, properties: 0x02, valueHandle: 3, uuid: BluetoothUUID(uuid16: 0xFFF1))
+        func dropping(after delay: Int64) -> EmulatedDeviceSpec {
+            var events = RecordedUnsolicited()
+            events.add(RecordedEvent(handle: 0, value: [], after: delay, linkLoss: 0x13), after: .connection(0))
+            return .clone(name: "recorded", recorded: RecordedTable(table: table), reactions: [], unsolicited: events)
+        }
+        for timing in [ReplayTiming.recorded, .fast, .scaled(4)] {
+            let report = try await replay(script, dropping(after: 9_000_000), timing: timing)
+            XCTAssertEqual(report.verdict, .equivalent, "\(timing):\n\(report.text(verbose: true, color: false))")
+        }
+        // The wait is bounded by the recorded delay and its margin: a device that keeps the link
+        // a minute diverges after about 12 s of its time, not a minute.
+        let late = try await replay(script, dropping(after: 60_000_000), timing: .fast)
+        XCTAssertEqual(late.verdict, .diverged, late.text(verbose: true, color: false))
+        XCTAssertLessThan(late.duration, 15_000_000, late.text(verbose: true, color: false))
+        XCTAssertTrue(late.steps.last?.differences.joined().contains("still connected after 11 s") == true, late.text(verbose: true, color: false))
+    }
+
+    /// The other devices of real captures (`replay run CAPTURE --peer ADDR`): every one with ATT
+    /// traffic and a discovery to clone (the measurement of issue 17 lists them), default and fast.
+    func testTheOtherDevicesOfRealCapturesReplayAgainstTheirClones() async throws {
+        _ = try RealCaptures.require()
+        let devices: [(name: String, peer: String, cause: String)] = [
+            ("AndroidPad__btsnoop_hci.cfa", "D0:BA:E4:BE:F4:57", "a second tablet: notifications after the subscription, two link losses"),
+            ("DSD6__btsnoop_hci.log", "F9:E5:10:60:E8:60", "the capture's first link began before it (one PDU, no discovery); write commands and notifications"),
+            ("fuut__hci_snoop20250125165300.cfa", "FF:B8:37:72:4F:F8", "three encrypted links; notifications no write caused, long after their subscription (fast: waited as recorded)"),
+        ]
+        var clones: [String: (RecordedDevice, EmulatedDeviceSpec)] = [:]
+        for d in devices {
+            let (device, spec, _) = try await assertClonedEquivalent(d.name, peer: d.peer, cause: d.cause, timings: [.recorded, .fast])
+            clones[d.name] = (device, spec)
+        }
+        // Each one's session against another's clone is not equivalent.
+        for a in devices {
+            for b in devices where b.name != a.name {
+                let (session, _) = try XCTUnwrap(clones[a.name])
+                let (_, clone) = try XCTUnwrap(clones[b.name])
+                let crossed = try await replay(session.script, clone)
+                XCTAssertNotEqual(crossed.verdict, .equivalent, "\(a.name) \(a.peer) against the clone of \(b.name) \(b.peer)")
+            }
+        }
+        // Nor against the clone of another device of the same capture.
+        let first = try RecordedDevice.read(path: try RealCaptures.path("AndroidPad__btsnoop_hci.cfa"), options: ExtractOptions(revealSecrets: true))
+        XCTAssertNotEqual(first.script.source.peer, devices[0].peer)
+        let crossed = try await replay(first.script, try XCTUnwrap(clones["AndroidPad__btsnoop_hci.cfa"]).1)
         XCTAssertNotEqual(crossed.verdict, .equivalent)
     }
 
