@@ -53,7 +53,7 @@ def last_line(path):
 
 
 status = {}
-sessions, fuzz, fuzz_uptime, bumble, bumble_central = [], {}, [], [], []
+sessions, fuzz, fuzz_uptime, bumble, bumble_central, unpaired = [], {}, [], [], [], {}
 for line in open(os.path.join(out, "guest-status")):
     key, _, value = line.rstrip("\n").partition("=")
     if key == "session":
@@ -63,9 +63,12 @@ for line in open(os.path.join(out, "guest-status")):
         name, rc, t0, t1 = value.split()
         fuzz[name] = {"rc": rc, "start": float(t0), "end": float(t1)}
     elif key == "bumble":
-        name, rc, t0, t1, expect, security, address = value.split()
+        name, rc, t0, t1, expect, security, address, *rest = value.split()
         bumble.append({"name": name, "rc": rc, "start": float(t0), "end": float(t1), "expect": expect,
-                       "security": security, "address": address})
+                       "security": security, "address": address, "bond": rest[0] if rest else "keep"})
+    elif key == "bumble_unpair":
+        name, rc, t = value.split()
+        unpaired[name] = {"rc": rc, "time": float(t)}
     elif key == "bumble_central":
         kind, t0, t1 = value.split()
         bumble_central.append({"name": kind, "start": float(t0), "end": float(t1)})
@@ -354,6 +357,17 @@ def meaning(timeline):
             "findings": findings, "events": events}
 
 
+# The timeline each session should decode to: sessions.tsv's EXPECTED column (a capture's own
+# timeline for the devices built with emulate --from), else the recording's in --expected.
+expected_of = {}
+try:
+    for line in open(os.path.join(os.path.dirname(out), "sessions.tsv")):
+        f = line.rstrip("\n").split("\t")
+        if len(f) >= 6 and f[5]:
+            expected_of[f[0]] = f[5]
+except OSError:
+    pass
+from_results = {s["name"]: {} for s in sessions if s["name"].startswith("from-")}
 windows = [(s["name"], s["start"], s["end"]) for s in sessions]
 for name in ["btmon", "gattlab capture"]:
     cap = caps[name]
@@ -370,7 +384,7 @@ for name in ["btmon", "gattlab capture"]:
     same, lines = 0, []
     for s in sessions:
         piece, records = pieces[s["name"]]
-        expected = load(os.path.join(a.expected, s["name"] + ".timeline.json"))
+        expected = load(expected_of.get(s["name"]) or os.path.join(a.expected, s["name"] + ".timeline.json"))
         rc, so, se = run([a.gattlab, "timeline", "--format", "json", "--pretty", piece])
         live = json.loads(so) if rc in (0, 1) and so.strip().startswith("{") else None
         if live is not None:
@@ -381,6 +395,8 @@ for name in ["btmon", "gattlab capture"]:
                          f"{(se.strip().splitlines() or ['-'])[-1]})")
             continue
         m_live, m_exp = meaning(live), meaning(expected)
+        if s["name"] in from_results:
+            from_results[s["name"]][name] = (m_live == m_exp, m_live, records)
         if m_live == m_exp:
             same += 1
             dev = m_live["devices"][0] if m_live["devices"] else ("-", ())
@@ -403,6 +419,40 @@ for name in ["btmon", "gattlab capture"]:
     for line in lines:
         detail(line)
 
+# 4b. Devices built from a capture (gattlab emulate --from CAPTURE --hci, sessions from-*): the
+# emulator served the capture's own session, replayed from the capture itself (replay run CAPTURE),
+# equivalent, over one link, and the live captures of that link decode to the source capture's
+# timeline (section 4's comparison, from btmon's and gattlab capture's files both).
+for s in sessions:
+    if s["name"] not in from_results:
+        continue
+    rep = load(os.path.join(out, f"replay-{s['name']}.json")) or {}
+    try:
+        emu = open(os.path.join(out, f"emulate-{s['name']}.log"), errors="replace").read().splitlines()
+    except OSError:
+        emu = []
+    clients = [l for l in emu if l.startswith("client ")]
+    timelines = from_results[s["name"]]
+    source = next((f[1] for f in (l.rstrip("\n").split("\t") for l in open(os.path.join(os.path.dirname(out), "sessions.tsv")))
+                   if f[0] == s["name"] and len(f) > 2), "?")
+    same = [n for n, (m, _, _) in timelines.items() if m]
+    steps = rep.get("steps", [])
+    good = (rep.get("verdict") == "equivalent" and s["rc"] == "0" and steps and len(clients) == 1
+            and emu[:1] and emu[0].startswith("listening on hci") and len(same) == 2)
+    what = (f"gattlab emulate --from {os.path.basename(source)} --hci {status.get('peripheral')}, replayed from the capture itself "
+            f"(replay run CAPTURE --target bluez:{status.get('central')}/...): {rep.get('verdict') or 'no report'} "
+            f"(exit {s['rc']}), {len(steps)} steps, {s['end'] - s['start']:.1f} s; the emulator served {len(clients)} client(s)")
+    if good:
+        _, m, records = timelines["btmon"]
+        dev = m["devices"][0] if m["devices"] else ("-", ())
+        ok(what + f"; btmon's and gattlab capture's record of the link ({records} records) decode to the capture's own timeline: "
+           f"{dev[0]} ({', '.join(dev[1])}), {len(m['events'])} protocol events"
+           + (f", findings {', '.join(m['findings'])}" if m["findings"] else ""))
+    else:
+        bad(what + f"; the live captures decode to the capture's own timeline in {len(same)} of 2 ({', '.join(same) or 'none'})")
+    detail(f"emulator: {'; '.join(emu[:3]) or 'no log'}")
+
+
 # 5. Black-box fuzzing through the kernel stack: nothing found in the healthy devices, the
 # planted bug found in each device that has one (NAME-healthy, NAME-QUIRK; see guest.sh).
 def emulator_log(name):
@@ -412,7 +462,9 @@ def emulator_log(name):
         return []
 
 
-if not fuzz:
+if not fuzz and os.path.exists(os.path.join(os.path.dirname(out), "fuzz.off")):
+    print("NOTE: VM_FUZZ=0: no black-box fuzz campaign ran")
+elif not fuzz:
     bad("no black-box fuzz campaign ran (guest-status has no fuzz= lines)")
 for name, f in fuzz.items():
     s = load(os.path.join(out, f"fuzz-{name}.json"))
@@ -610,6 +662,52 @@ elif bumble or bumble_central or status.get("bumble_controller"):
                                 f"{'sent' if cb['start_enc'] else 'not sent'}, encryption {'on' if cb['enc_at'] is not None else 'never on'}")
             else:
                 facts.append(f"{method} reconnection: LE Start Encryption with the bond's LTK, Encryption Change on, no SMP PDU")
+        # A first pairing at connect (BOND unpair: the kernel's bond with the peer removed first, then
+        # replay run --security medium): SMP Pairing Request and Response, then Encryption Change on,
+        # all before the first ATT PDU of the link; no write refused; a new LTK in the kernel and
+        # Bumble's pairing event in the session's time.
+        for s in (s for s in bumble if s["bond"] == "unpair"):
+            conns = connections(s)
+            u = unpaired.get(s["name"], {})
+            window = lambda e: s["start"] - 0.2 <= e.get("time", 0) <= s["end"] + 0.5  # noqa: E731
+            new_keys = [k for k in keys if window(k) and k.get("address") == s["address"]]
+            bumble_paired = [e for e in events if e.get("event") == "paired" and window(e)]
+            if not conns:
+                problems.append(f"first pairing at connect ({s['name']}): no connection on {status.get('bumble_controller')}")
+                continue
+            conn = conns[0]
+            # The session's later connections (the speaker's reboot) re-encrypt with the new bond:
+            # LE Start Encryption, Encryption Change on before their first ATT PDU, no SMP.
+            later = []
+            for k in conns[1:]:
+                ck = summary(k, "")
+                first_att = next((i for i, r in enumerate(k) if r["btatt.opcode"]), None)
+                later.append(not ck["smp"] and ck["start_enc"] and ck["enc_at"] is not None
+                             and first_att is not None and first_att > ck["enc_at"])
+            c = summary(conn, creds_value(scripts.get(s["name"], "")))
+            req_at = next((i for i, r in enumerate(conn) if r["btsmp.opcode"] == "0x01"), None)
+            rsp_at = next((i for i, r in enumerate(conn) if r["btsmp.opcode"] == "0x02"), None)
+            att_at = next((i for i, r in enumerate(conn) if r["btatt.opcode"]), None)
+            authreq = int(c["req"]["btsmp.authreq"], 16) if c["req"] and c["req"]["btsmp.authreq"] else 0
+            if not (u.get("rc") == "0" and req_at is not None and rsp_at is not None and c["enc_at"] is not None
+                    and req_at < rsp_at < c["enc_at"] and att_at is not None and att_at > c["enc_at"] and c["start_enc"]
+                    and c["writes"] and c["writes"][0] > c["enc_at"] and not c["refused"]
+                    and any(i > c["writes"][-1] for i in c["answered"]) and c["confirms"] < 20 and new_keys and bumble_paired
+                    and all(later)):
+                problems.append(f"first pairing at connect ({s['name']}, --security {s['security']}): btmgmt unpair exit "
+                                f"{u.get('rc', 'not run')}; SMP {' '.join(f'{x:02X}' for x in c['smp']) or 'none'}, Pairing Request at "
+                                f"row {req_at}, Response at {rsp_at}, Encryption Change on at {c['enc_at']}, first ATT PDU at {att_at}, "
+                                f"credentials written at {c['writes']}, refused at {c['refused']}; {len(new_keys)} new LTK(s) in the "
+                                f"kernel, {len(bumble_paired)} pairing(s) seen by Bumble; {sum(later)} of {len(later)} later "
+                                "connection(s) re-encrypted with the bond before any ATT PDU")
+            else:
+                facts.append(f"first pairing at connect (peer {s['address']}, its bond removed by btmgmt unpair, replay run --security "
+                             f"{s['security']}): SMP {' '.join(f'{x:02X}' for x in c['smp'][:6])}{' ...' if len(c['smp']) > 6 else ''} "
+                             f"(AuthReq 0x{authreq:02X}: {'SC' if authreq & 8 else 'legacy'}, {c['confirms']} Pairing Confirm: Just Works) "
+                             f"and Encryption Change on before the link's first ATT PDU (row {att_at} of {len(conn)}); the credentials "
+                             f"written {len(c['writes'])} time(s), never refused, answered; the kernel stored a new LTK "
+                             f"(type {new_keys[0].get('keyType')}), Bumble reported the pairing"
+                             + (f"; {len(later)} later connection(s) (the reboot) re-encrypted with that bond, no SMP" if later else ""))
         if keys:
             facts.append("kernel's new LTKs: " + ", ".join(f"{k.get('address')} type {k.get('keyType')} (store hint {k.get('storeHint')})" for k in keys))
         creds_seen = [e for e in events if e.get("event") == "credentials"]
@@ -623,7 +721,8 @@ elif bumble or bumble_central or status.get("bumble_controller"):
             bad("pairing over the kernel link (btmon, Bumble's controller): " + "; ".join(problems or ["nothing to check"]))
         else:
             ok(f"pairing over the kernel link with Bumble's SMP (btmon, {status.get('bumble_controller')}): Just Works and Passkey Entry, bonding, "
-               "re-encryption on reconnection")
+               "re-encryption on reconnection" + (", a first pairing at connect (--security medium, no bond)"
+                                                  if any(s["bond"] == "unpair" for s in bumble) else ""))
         for f in facts:
             detail(f)
 

@@ -103,7 +103,10 @@ timeout 20 btmgmt -i "$C" le on > /dev/null && timeout 20 btmgmt -i "$C" io-cap 
 
 # Each session: the emulated device of its scenario as a real peripheral (gattlab powers and
 # advertises the controller itself), and the recorded session replayed from the central over the
-# kernel link. $WORK/sessions.tsv (made on the host): NAME, EMULATOR, SCRIPT, SPEED, TIMING.
+# kernel link. $WORK/sessions.tsv (made on the host): NAME, EMULATOR (emulate's arguments: a
+# scenario, or --from CAPTURE), SCRIPT (a script, or the capture itself), SPEED, TIMING, EXPECTED
+# (the timeline the host checks against); $WORK/scripts/NAME.args, if any: more replay arguments,
+# one a line (--set for a capture's redacted secrets).
 start_emulator() {  # start_emulator LOGNAME ARGS...: gattlab emulate ARGS --hci ${EMU_HCI:-$P}, until it listens
   local log=$OUT/emulate-$1.log; shift
   "$GATTLAB" emulate "$@" --hci "${EMU_HCI:-$P}" > "$log" 2>&1 & PID_EMU=$!
@@ -127,13 +130,15 @@ nice -n -15 "$GATTLAB" capture --via btmon --index "${C#hci}" -o "$OUT/ring.btsn
 sleep 1
 note "ring_start=$(now)"
 n=0
-while IFS=$'\t' read -r name emu script speed timing; do
+while IFS=$'\t' read -r name emu script speed timing _; do
   [ -n "$name" ] || continue
   n=$((n + 1))
-  start_emulator "$name" "$emu" --speed "$speed"
+  extra=(); [ -f "$WORK/scripts/$name.args" ] && mapfile -t extra < "$WORK/scripts/$name.args"
+  # shellcheck disable=SC2086  # EMULATOR is words (paths without spaces: vm-test.sh checks)
+  start_emulator "$name" $emu --speed "$speed"
   t=$(now)
   timeout 120 "$GATTLAB" replay run "$script" --target "bluez:$C/$PERIPHERAL_ADDR" --allow-writes \
-    --timing "$timing" --speed "$speed" --format json < /dev/null > "$OUT/replay-$name.json" 2> "$OUT/replay-$name.log"
+    --timing "$timing" --speed "$speed" --format json "${extra[@]}" < /dev/null > "$OUT/replay-$name.json" 2> "$OUT/replay-$name.log"
   rc=$?
   t2=$(now)
   stop_emulator
@@ -176,7 +181,8 @@ fi
 # kernel's passkey typed by peer.py's mgmt agent), re-encryption with the bond on reconnection, and a
 # deliberate fault (the sensor leaves END off) that must diverge. Then B is the peripheral:
 # `gattlab emulate --hci B`, driven by the Bumble central, which writes its own verdict.
-# $WORK/bumble-sessions.tsv (made on the host): NAME, ADDRESS, SCRIPT, SECURITY, FAULT, EXPECT.
+# $WORK/bumble-sessions.tsv (made on the host): NAME, ADDRESS, SCRIPT, SECURITY, FAULT, EXPECT, BOND
+# (unpair: the kernel forgets its bond with the peer first, so the replay's --security pairs at connect).
 wait_for() {  # wait_for SECONDS COMMAND...: until the command succeeds
   local deadline=$(( $(cut -d. -f1 /proc/uptime) + $1 )); shift
   until "$@"; do [ "$(cut -d. -f1 /proc/uptime)" -lt "$deadline" ] || return 1; sleep 0.3; done
@@ -195,16 +201,20 @@ if [ -n "$PID_PEER" ]; then
       timeout 20 btmgmt -i "$B" $c > /dev/null 2>> "$OUT/bumble-btmgmt.log" || echo "btmgmt -i $B $c failed" >> "$OUT/bumble-btmgmt.log"
     done
     say "Bumble controller $B ($BUMBLE_ADDR): $(btmgmt -i "$B" info 2>/dev/null | awk '/current settings/{$1=$2=""; print}')"
-    while IFS=$'\t' read -r name addr script security fault expect; do
+    while IFS=$'\t' read -r name addr script security fault expect bond; do
       [ -n "$name" ] || continue
       [ "$fault" = - ] || echo "fault $fault on" >&7
+      if [ "$bond" = unpair ]; then  # LE public address (type 1); its answer is kept for the check
+        timeout 20 btmgmt -i "$B" unpair -t 1 "$addr" > "$OUT/unpair-$name.log" 2>&1
+        note "bumble_unpair=$name $? $(now)"
+      fi
       t=$(now)
       timeout 120 "$GATTLAB" replay run "$script" --target "bluez:$B/$addr" --allow-writes --timing fast --security "$security" \
         --att-timeout 8 --format json < /dev/null > "$OUT/replay-$name.json" 2> "$OUT/replay-$name.log"
       rc=$?
       t2=$(now)
       [ "$fault" = - ] || echo "fault $fault off" >&7
-      note "bumble=$name $rc $t $t2 $expect $security $addr"
+      note "bumble=$name $rc $t $t2 $expect $security $addr ${bond:-keep}"
       say "replayed $name against Bumble $addr (security $security, fault $fault): exit $rc, $(awk -v a="$t2" -v b="$t" 'BEGIN{printf "%.1f", a-b}') s"
       sleep 0.5
     done < "$WORK/bumble-sessions.tsv"

@@ -104,9 +104,31 @@ for name in $VM_SESSIONS; do
   # round trip count ten times in device time and a poll sees the scan done where the recording
   # did not).
   timing=fast speed=$VM_SPEED; case $name in esp-*) timing=recorded speed=1 ;; esac
-  printf '%s\t%s\t%s\t%s\t%s\n' "$name" "${name%-mtu*}" "$W/scripts/$name.json" "$speed" "$timing" >> "$W/sessions.tsv"
+  printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "${name%-mtu*}" "$W/scripts/$name.json" "$speed" "$timing" \
+    "$REPO/Captures/emulated/$name.timeline.json" >> "$W/sessions.tsv"
 done
-echo "vm-test: $(wc -l < "$W/sessions.tsv") sessions to replay at device speed ${VM_SPEED}x: $VM_SESSIONS"
+# Devices built from a capture (`gattlab emulate --from CAPTURE --hci`), each replaying the capture's
+# own session against it (`replay run CAPTURE`, no script), expected to decode to that capture's timeline.
+# Against bluez: the capture's secrets are redacted, so the replay is given them with --set, as a
+# user would, read from the capture (the speaker's credentials: SSID, NUL, password).
+# Adds from_session NAME CAPTURE EXPECTED-TIMELINE to sessions.tsv; NAME.args holds the replay's
+# extra arguments, one a line.
+from_session() {
+  local name=$1 capture=$2 expected=$3
+  "$GL" replay extract "$capture" --reveal-secrets -o "$W/scripts/$name.revealed.json" > /dev/null 2> "$OUT/extract.log" \
+    || die "gattlab replay extract $capture failed: $(tail -1 "$OUT/extract.log")"
+  python3 -c 'import json, sys
+for st in json.load(open(sys.argv[1]))["steps"]:
+    c = st.get("credentials") or {}
+    if c.get("format") == "speaker-credentials":
+        ssid, _, password = bytes.fromhex(st["value"]).partition(b"\0")
+        print("--set"); print("password=" + password.decode())' "$W/scripts/$name.revealed.json" > "$W/scripts/$name.args" \
+    || die "the secrets of $capture could not be read"
+  rm -f "$W/scripts/$name.revealed.json"
+  printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "--from $capture" "$capture" "$VM_SPEED" fast "$expected" >> "$W/sessions.tsv"
+}
+from_session from-speaker-ota-demo "$REPO/Captures/speaker-ota-demo.btsnoop" "$REPO/Captures/speaker-ota-demo.timeline.json"
+echo "vm-test: $(wc -l < "$W/sessions.tsv") sessions to replay at device speed ${VM_SPEED}x: $VM_SESSIONS; emulate --from Captures/speaker-ota-demo.btsnoop"
 
 # The benchmark script: N Write Requests (the speaker's status CCCD, harmless) in one session.
 rm -f "$W/bench-writes.json"
@@ -118,7 +140,7 @@ python3 "$REPO/Scripts/vm/bench-script.py" "$OUT/ota-script.json" "$BENCH_WRITES
 # 5b. Bumble as the peer (Tests/Bumble/peer.py in the guest, from the project's venv): scripts of
 # sessions Bumble's own central recorded against Bumble's peripheral (make_capture.py), and one
 # recorded with GATTLab's emulator, replayed against the Bumble peer over the kernel link.
-# NAME, ADDRESS (peer.py's peripherals: Just Works 03, Passkey 04), SCRIPT, SECURITY, FAULT, EXPECT.
+# NAME, ADDRESS (peer.py's peripherals: Just Works 03, Passkey 04), SCRIPT, SECURITY, FAULT, EXPECT, BOND.
 rm -f "$W/bumble-sessions.tsv" "$W/fuzz.off"
 [ "${VM_FUZZ:-1}" = 0 ] && touch "$W/fuzz.off"
 if [ "${VM_BUMBLE:-1}" = 0 ]; then
@@ -146,13 +168,22 @@ json.dump(s, open(sys.argv[2], "w"), indent=1)' "$S/bumble-speaker-ota-pairing.j
       || { ok=0; echo "vm-test: note: the secure-connect script could not be made"; }
   fi
   if [ $ok = 1 ]; then
-    printf '%s\t%s\t%s\t%s\t%s\t%s\n' \
-      bumble-speaker-pairing 00:AA:01:03:00:03 "$S/bumble-speaker-ota-pairing.json" low - equivalent \
-      bumble-sensor-scan 00:AA:01:03:00:03 "$S/bumble-sensor-suffix-newline.json" low - equivalent \
-      bumble-sensor-no-end 00:AA:01:03:00:03 "$S/bumble-sensor-suffix-newline.json" low sensor-no-end diverged \
-      bumble-speaker-passkey 00:AA:01:04:00:04 "$S/bumble-speaker-ota-pairing.json" low - equivalent \
-      bumble-speaker-secure 00:AA:01:03:00:03 "$S/bumble-speaker-secure.json" medium - equivalent > "$W/bumble-sessions.tsv"
+    # BOND: keep the kernel's bond with the peer, or unpair (btmgmt unpair) before the replay so
+    # that --security medium pairs afresh as the link comes up, before any ATT PDU.
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
+      bumble-speaker-pairing 00:AA:01:03:00:03 "$S/bumble-speaker-ota-pairing.json" low - equivalent keep \
+      bumble-sensor-scan 00:AA:01:03:00:03 "$S/bumble-sensor-suffix-newline.json" low - equivalent keep \
+      bumble-sensor-no-end 00:AA:01:03:00:03 "$S/bumble-sensor-suffix-newline.json" low sensor-no-end diverged keep \
+      bumble-speaker-passkey 00:AA:01:04:00:04 "$S/bumble-speaker-ota-pairing.json" low - equivalent keep \
+      bumble-speaker-secure 00:AA:01:03:00:03 "$S/bumble-speaker-secure.json" medium - equivalent unpair > "$W/bumble-sessions.tsv"
     echo "vm-test: Bumble peer: $(wc -l < "$W/bumble-sessions.tsv") replays and 2 central sessions"
+    # A capture Bumble made (its central against its sensor), as a device of its own: emulate
+    # --from it, replay it (with the btvirt sessions), expect the capture's own timeline.
+    c=$S/bumble-sensor-suffix-newline.btsnoop
+    # (Without its timeline, the check says the expected timeline is missing.)
+    "$GL" timeline --format json --pretty "$c" > "$S/from-bumble-sensor.timeline.json" 2> "$OUT/bumble-make-timeline.log" \
+      || rm -f "$S/from-bumble-sensor.timeline.json"
+    from_session from-bumble-sensor "$c" "$S/from-bumble-sensor.timeline.json"
   else
     echo "bumble_fail=the Bumble captures could not be made (out/bumble-make-*.log)" > "$OUT/bumble-host-status"
   fi

@@ -43,6 +43,10 @@ public enum SpeakerQuirk: String, CaseIterable, Sendable, Hashable {
 /// How an emulated speaker behaves in one run.
 public struct SpeakerConfiguration: Sendable, Hashable {
     public var firmwareKB: UInt16 = 1480
+    /// The image size first reported with the download: WIFI_CONNECTING and WIFI_CONNECTED say
+    /// 0 KB of 0 (a firmware that learns the size from the HTTP response, as the demo capture's
+    /// did); by default the size is known from START on.
+    public var totalKBFromDownload = false
     /// A progress notification every this many KB downloaded.
     public var progressEveryKB = 128
     public var downloadKBPerSecond = 160
@@ -282,7 +286,7 @@ public final class SpeakerDevice: DeviceModel {
 
     private func start() {
         generation += 1
-        status.totalKB = configuration.firmwareKB
+        status.totalKB = configuration.totalKBFromDownload ? 0 : configuration.firmwareKB
         status.rssi = rssi
         set(.wifiConnecting, progress: 0, downloadedKB: 0)
         if configuration.has(.wrongPassword) || configuration.has(.ssid5GHzOnly) {
@@ -298,6 +302,7 @@ public final class SpeakerDevice: DeviceModel {
                 } else if self.configuration.has(.httpStatus) {
                     self.later(300_000) { self.set(.error, error: .httpResponse) }
                 } else {
+                    self.status.totalKB = self.configuration.firmwareKB
                     self.set(.downloading, progress: 0, downloadedKB: 0)
                     self.download(from: 0)
                 }

@@ -255,6 +255,14 @@ public struct RecordedDevice: Sendable {
         }
         if let last = downloading.last, last.status.totalKB > 0 {
             c.firmwareKB = last.status.totalKB
+            // What the statuses between START and the download said of the image size.
+            let before = steps.compactMap { s -> UInt16? in
+                guard s.action == .notification, s.characteristic == SpeakerOTA.status.canonicalString,
+                      let v = s.expect?.value.flatMap(Hex.bytes), let st = SpeakerOTA.Status.decode(v).0,
+                      st.state == .wifiConnecting || st.state == .wifiConnected else { return nil }
+                return st.totalKB
+            }
+            if !before.isEmpty { c.totalKBFromDownload = before.allSatisfy { $0 == 0 } }
             let steps = zip(downloading, downloading.dropFirst()).map { Int($1.status.downloadedKB) - Int($0.status.downloadedKB) }.filter { $0 > 0 }
             if let step = Self.median(steps.map(Int64.init)) { c.progressEveryKB = Int(step) }
             if let first = downloading.first, last.at > first.at, last.status.downloadedKB > first.status.downloadedKB {

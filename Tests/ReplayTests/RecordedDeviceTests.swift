@@ -95,6 +95,39 @@ final class RecordedDeviceTests: XCTestCase {
         }
     }
 
+    func testTheImageSizeIsReportedWhenTheRecordedFirmwareReportedIt() async throws {
+        // The demo capture's firmware says 0 KB of 0 while it joins Wi-Fi and gives the size
+        // (1480 KB) with the download; the emulator's own speaker knows it from START on. The
+        // device built from each recording says it when the recording did (the VM harness's
+        // emulate --from check decodes the status fields and found the demo's device early).
+        let demo = try RecordedDevice.read(path: Files.root.appendingPathComponent("Captures/speaker-ota-demo.btsnoop").path,
+                                           options: ExtractOptions(revealSecrets: true))
+        XCTAssertEqual(demo.cadence.totalKBFromDownload, true)
+        let own = try RecordedDevice.read(path: Self.capture("speaker-ota-mtu247"), options: ExtractOptions(revealSecrets: true))
+        XCTAssertEqual(own.cadence.totalKBFromDownload, false)
+        for (name, device) in [("demo", demo), ("speaker-ota-mtu247", own)] {
+            let spec = try XCTUnwrap(device.emulated(values: try ReplayRunner(script: device.script).values()), name)
+            let link = EmulatedLink(seed: 1, device: spec.factory)
+            _ = try await ReplayRunner(script: device.script, options: ReplayOptions(timing: .fast)).run(on: link, target: "emu:recorded")
+            // The statuses the device notified (ATT 0x1B in ACL data from it), as (state, total KB).
+            let sent = await link.recording().packets.compactMap { p -> (SpeakerOTA.State, UInt16)? in
+                guard p.kind == .acl, p.bytes.count >= 9 + 8, p.bytes[8] == 0x1B,
+                      let st = SpeakerOTA.Status.decode(Array(p.bytes[11...])).0, let state = st.state else { return nil }
+                return (state, st.totalKB)
+            }
+            let recorded = device.script.steps.compactMap { s -> (SpeakerOTA.State, UInt16)? in
+                guard s.action == .notification, let v = s.expect?.value.flatMap(Hex.bytes), let st = SpeakerOTA.Status.decode(v).0,
+                      let state = st.state else { return nil }
+                return (state, st.totalKB)
+            }
+            for state in [SpeakerOTA.State.wifiConnecting, .wifiConnected, .downloading] {
+                let want = recorded.first { $0.0 == state }?.1
+                XCTAssertNotNil(want, "\(name) recorded \(state)")
+                XCTAssertEqual(sent.first { $0.0 == state }?.1, want, "\(name): total KB in the first \(state) status")
+            }
+        }
+    }
+
     func testALinkLossIsReadFromTheLastStatusBeforeIt() {
         // A hand-written recording (no emulator): statuses up to 40 %, then the device's link loss.
         func status(_ state: SpeakerOTA.State, _ progress: UInt8) -> ReplayStep {

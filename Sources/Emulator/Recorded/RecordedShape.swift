@@ -5,6 +5,8 @@ import Profiles
 /// notifications came and whether MORE/END travelled on their own. Nil fields keep the model's.
 public struct RecordedCadence: Sendable, Hashable {
     public var firmwareKB: UInt16?
+    /// Whether the speaker's statuses before the download said 0 KB of 0 (the size came with it).
+    public var totalKBFromDownload: Bool?
     public var progressEveryKB: Int?
     public var downloadKBPerSecond: Int?
     public var scanDuration: Int64?
@@ -95,6 +97,7 @@ extension EmulatedDeviceSpec {
         switch configuration {
         case .speaker(var c)?:
             if let v = cadence.firmwareKB { c.firmwareKB = max(1, v) }
+            if let v = cadence.totalKBFromDownload { c.totalKBFromDownload = v }
             if let v = cadence.progressEveryKB { c.progressEveryKB = max(1, v) }
             if let v = cadence.downloadKBPerSecond { c.downloadKBPerSecond = max(1, v) }
             spec.set(.speaker(c))
