@@ -8,7 +8,7 @@
 # with a planted bug; btmon, tcpdump and `gattlab capture` capture it all. Then checks here, on
 # the host, each with its figures and a PASS or FAIL line.
 #
-# Environment: VM_TIMEOUT (s, whole VM run, default 540), GATTLAB (a built binary to use instead
+# Environment: VM_TIMEOUT (s, whole VM run, default 720), GATTLAB (a built binary to use instead
 # of building), VM_SESSIONS, VM_SPEED (below), BENCH_WRITES (write round trips to time, default
 # 200), FORCE_TCG=1, VM_FUZZ=0 (no fuzz campaigns), VM_BUMBLE=0 (no Bumble peer; it needs
 # Scripts/bumble-env.sh's venv).
@@ -16,7 +16,7 @@ set -u
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 W=$REPO/.build-vm
 OUT=$W/out
-VM_TIMEOUT=${VM_TIMEOUT:-540}
+VM_TIMEOUT=${VM_TIMEOUT:-720}
 BENCH_WRITES=${BENCH_WRITES:-200}
 # Recorded sessions (Captures/emulated, without .btsnoop) replayed in the VM, and the device speed
 # their emulators run at (timers 10x: an OTA's 14 s of device time takes 1.4 s).
