@@ -37,8 +37,12 @@ public struct RecordedDevice: Sendable {
         reactions = table.map { Self.reactions(script, $0) } ?? []
         unsolicited = table.map { Self.unsolicited(script, $0) } ?? RecordedUnsolicited()
         answers = Self.answers(script, table)
-        self.table = table.map { RecordedTable(table: $0, values: Self.readValues(script, $0), serverMTU: Self.serverMTU(script),
-                                               maxPreparedWrites: Self.prepareQueue(script)) }
+        self.table = table.map { t in
+            let security = Self.encryptionRequired(script, t)
+            return RecordedTable(table: t, values: Self.readValues(script, t), serverMTU: Self.serverMTU(script),
+                                 maxPreparedWrites: Self.prepareQueue(script), encryptedWrites: security.writes,
+                                 encryptedReads: security.reads, unencryptedAccessError: security.error)
+        }
     }
 
     /// The device protocol's model (`script.device`) when GATTLab knows it, else nil.
@@ -114,6 +118,38 @@ public struct RecordedDevice: Sendable {
 
     /// The Prepare Writes the recorded device queued before it answered Prepare Queue Full (the
     /// least, if it did so more than once).
+    /// Handles the recorded device refused with Insufficient Encryption or Authentication while
+    /// the link was not encrypted, and never served on a plain link: a device shaped like it asks
+    /// for encryption there too (a modelled protocol's characteristic would otherwise take the
+    /// write, as its default does). A handle also served on a plain link is left to the recorded
+    /// answers (a stack that refused once, or encrypted without the script seeing it).
+    static func encryptionRequired(_ script: SessionScript, _ table: AttributeTable) -> (writes: Set<UInt16>, reads: Set<UInt16>, error: ATTErrorCode?) {
+        var refused: [ReplayStep.Action: Set<UInt16>] = [:], served: [ReplayStep.Action: Set<UInt16>] = [:]
+        var error: ATTErrorCode?
+        var encrypted = false
+        for step in script.steps {
+            switch step.action {
+            case .encrypt: encrypted = true
+            case .connect, .disconnect, .linkLost: encrypted = false
+            case .read, .write:
+                guard !encrypted, let h = handle(step, table) else { continue }
+                guard step.expect?.result == "error" else {
+                    served[step.action, default: []].insert(h)
+                    continue
+                }
+                guard let code = step.expect?.error.flatMap({ Hex.bytes($0.replacingOccurrences(of: "0x", with: "")) })?.first
+                        .flatMap(ATTErrorCode.init(rawValue:)),
+                      code == .insufficientEncryption || code == .insufficientAuthentication else { continue }
+                refused[step.action, default: []].insert(h)
+                error = error ?? code
+            default: continue
+            }
+        }
+        let writes = refused[.write, default: []].subtracting(served[.write, default: []])
+        let reads = refused[.read, default: []].subtracting(served[.read, default: []])
+        return (writes, reads, writes.isEmpty && reads.isEmpty ? nil : error)
+    }
+
     static func prepareQueue(_ script: SessionScript) -> Int? {
         script.steps.compactMap { $0.action == .write && $0.method == .long ? $0.expect?.queued : nil }.min()
     }

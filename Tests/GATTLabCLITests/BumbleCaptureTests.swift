@@ -31,6 +31,26 @@ final class BumbleCaptureTests: XCTestCase {
 
     // MARK: tests
 
+    /// Bumble's speaker whose credentials need an encrypted link: the phone writes them first on
+    /// the plain link and gets Insufficient Encryption, pairs, writes again. The device built from
+    /// the recording asks for encryption there too; the speaker with GATTLab's own table takes the
+    /// first write, and the replay diverges there.
+    func testTheRecordedDeviceAsksForEncryptionWhereTheRecordingDid() throws {
+        let python = try BumbleCaptures.python()
+        let dir = try Harness.temporaryDirectory()
+        let path = dir.appendingPathComponent("speaker-ota-pairing.btsnoop").path
+        let made = try Harness.run(python, [Harness.root.appendingPathComponent("Tests/Bumble/make_capture.py").path,
+                                            "--capture", "speaker-ota-pairing", "--out", path], timeout: 120)
+        XCTAssertEqual(made.status, 0, made.stderr)
+        let recorded = try Harness.gattlab(["replay", "run", path, "--target", "emu:recorded", "--format", "json"], timeout: 120)
+        XCTAssertEqual(recorded.status, 0, recorded.stdout + recorded.stderr)
+        let report = (try? JSONSerialization.jsonObject(with: Data(recorded.stdout.utf8))) as? [String: Any]
+        XCTAssertEqual(report?["verdict"] as? String, "equivalent", recorded.stdout)
+        let own = try Harness.gattlab(["replay", "run", path, "--target", "emu:speaker", "--table", "emulator", "-v"], timeout: 120)
+        XCTAssertNotEqual(own.status, 0)
+        XCTAssertTrue(own.stdout.contains("recorded ATT error 0x0f Insufficient Encryption, observed success"), own.stdout)
+    }
+
     func testDecodeShowsTheProtocolAndNothingMalformed() throws {
         let set = try BumbleCaptures.shared()
         for capture in set.manifest {

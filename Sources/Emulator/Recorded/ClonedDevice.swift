@@ -126,7 +126,13 @@ public final class ClonedDevice: DeviceModel {
             lastByHandle[r.handle] = r
             if r.value == nil { anyValueByHandle[r.handle] = r }
         }
-        server = RecordedTable.server(recorded, builtIn: "", serverMTU: serverMTU, values: [:])
+        // The clone answers each write and read as recorded, errors before encryption included
+        // (and runs the write's recorded reaction): its server itself asks for no encryption.
+        var served = recorded
+        served.encryptedWrites = []
+        served.encryptedReads = []
+        served.unencryptedAccessError = nil
+        server = RecordedTable.server(served, builtIn: "", serverMTU: serverMTU, values: [:])
         let cccds = Set(recorded.table.descriptors.filter { $0.value.uuid16 == 0x2902 }.map(\.key))
         for handle in Set(reactions.map(\.handle)).subtracting(cccds) {
             server.onWrite(handle) { [weak self] _, w in

@@ -14,12 +14,21 @@ public struct RecordedTable: Sendable, Hashable {
     public var serverMTU: UInt16?
     /// Prepare Write requests the recorded device queued before answering Prepare Queue Full.
     public var maxPreparedWrites: Int?
+    /// Handles whose writes (and reads) the recorded device refused on a link not yet encrypted,
+    /// and the error it gave (Insufficient Encryption or Insufficient Authentication).
+    public var encryptedWrites: Set<UInt16>
+    public var encryptedReads: Set<UInt16>
+    public var unencryptedAccessError: ATTErrorCode?
 
-    public init(table: AttributeTable, values: [UInt16: [UInt8]] = [:], serverMTU: UInt16? = nil, maxPreparedWrites: Int? = nil) {
+    public init(table: AttributeTable, values: [UInt16: [UInt8]] = [:], serverMTU: UInt16? = nil, maxPreparedWrites: Int? = nil,
+                encryptedWrites: Set<UInt16> = [], encryptedReads: Set<UInt16> = [], unencryptedAccessError: ATTErrorCode? = nil) {
         self.table = table
         self.values = values
         self.serverMTU = serverMTU
         self.maxPreparedWrites = maxPreparedWrites
+        self.encryptedWrites = encryptedWrites
+        self.encryptedReads = encryptedReads
+        self.unencryptedAccessError = unencryptedAccessError
     }
 
     /// A server over this database, for a device model whose protocol characteristics are found
@@ -32,6 +41,9 @@ public struct RecordedTable: Sendable, Hashable {
         }
         let server = GATTServer(table: recorded.table, serverMTU: min(serverMTU, recorded.serverMTU ?? serverMTU), values: recorded.values)
         if let limit = recorded.maxPreparedWrites { server.maxPreparedWrites = max(1, limit) }
+        for h in recorded.encryptedWrites { server.setPermissions((server.permissions(of: h) ?? [.write]).union(.writeEncrypted), for: h) }
+        for h in recorded.encryptedReads { server.setPermissions((server.permissions(of: h) ?? [.read]).union(.readEncrypted), for: h) }
+        if let code = recorded.unencryptedAccessError { server.unencryptedAccessError = code }
         return server
     }
 }
