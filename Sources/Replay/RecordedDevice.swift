@@ -116,8 +116,6 @@ public struct RecordedDevice: Sendable {
         return capped.min()
     }
 
-    /// The Prepare Writes the recorded device queued before it answered Prepare Queue Full (the
-    /// least, if it did so more than once).
     /// Handles the recorded device refused with Insufficient Encryption or Authentication while
     /// the link was not encrypted, and never served on a plain link: a device shaped like it asks
     /// for encryption there too (a modelled protocol's characteristic would otherwise take the
@@ -137,9 +135,7 @@ public struct RecordedDevice: Sendable {
                     served[step.action, default: []].insert(h)
                     continue
                 }
-                guard let code = step.expect?.error.flatMap({ Hex.bytes($0.replacingOccurrences(of: "0x", with: "")) })?.first
-                        .flatMap(ATTErrorCode.init(rawValue:)),
-                      code == .insufficientEncryption || code == .insufficientAuthentication else { continue }
+                guard let code = step.expect?.errorCode, code == .insufficientEncryption || code == .insufficientAuthentication else { continue }
                 refused[step.action, default: []].insert(h)
                 error = error ?? code
             default: continue
@@ -150,6 +146,8 @@ public struct RecordedDevice: Sendable {
         return (writes, reads, writes.isEmpty && reads.isEmpty ? nil : error)
     }
 
+    /// The Prepare Writes the recorded device queued before it answered Prepare Queue Full (the
+    /// least, if it did so more than once).
     static func prepareQueue(_ script: SessionScript) -> Int? {
         script.steps.compactMap { $0.action == .write && $0.method == .long ? $0.expect?.queued : nil }.min()
     }
@@ -162,8 +160,7 @@ public struct RecordedDevice: Sendable {
             let descriptor = step.action == .subscribe ? BluetoothUUID(uuid16: 0x2902) : nil
             guard let handle = handle(step, table, descriptor: descriptor) else { continue }
             // CCCD writes are the server's own business: only their error, if any, is recorded.
-            let error = step.expect?.result == "error" ? step.expect?.error.flatMap { Hex.bytes($0.replacingOccurrences(of: "0x", with: "")) }?.first
-                .flatMap(ATTErrorCode.init(rawValue:)) : nil
+            let error = step.expect?.errorCode
             var notifications: [(handle: UInt16, value: [UInt8], after: Int64)] = []
             var indications = Set<Int>()
             var linkLoss: (reason: UInt8, after: Int64)?
@@ -250,8 +247,7 @@ public struct RecordedDevice: Sendable {
                 guard let h = handle(step, table), let expect = step.expect else { continue }
                 let request = ATTPDU.readRequest(handle: h).encode()
                 if expect.result == "error" {
-                    guard let code = expect.error.flatMap({ Hex.bytes($0.replacingOccurrences(of: "0x", with: "")) })?.first
-                        .flatMap(ATTErrorCode.init(rawValue:)) else { continue }
+                    guard let code = expect.errorCode else { continue }
                     out[request, default: []].append(ATTPDU.errorResponse(requestOpcode: request[0], handle: h, error: code).encode())
                 } else if let v = expect.value.flatMap(Hex.bytes) {
                     out[request, default: []].append(ATTPDU.readResponse(value: v).encode())
@@ -264,8 +260,7 @@ public struct RecordedDevice: Sendable {
             guard let h = step.handle, table?.info(for: h) == nil, let v = step.value.flatMap(Hex.bytes), let expect = step.expect else { continue }
             let request = ATTPDU.writeRequest(handle: h, value: v).encode()
             if expect.result == "error" {
-                guard let code = expect.error.flatMap({ Hex.bytes($0.replacingOccurrences(of: "0x", with: "")) })?.first
-                    .flatMap(ATTErrorCode.init(rawValue:)) else { continue }
+                guard let code = expect.errorCode else { continue }
                 out[request, default: []].append(ATTPDU.errorResponse(requestOpcode: request[0], handle: h, error: code).encode())
             } else {
                 out[request, default: []].append(ATTPDU.writeResponse.encode())
@@ -356,5 +351,13 @@ public struct RecordedDevice: Sendable {
     static func median(_ values: [Int64]) -> Int64? {
         guard !values.isEmpty else { return nil }
         return values.sorted()[values.count / 2]
+    }
+}
+
+extension ReplayStep.Expectation {
+    /// The recorded ATT error ("0x0F" in the script), when the answer was one.
+    var errorCode: ATTErrorCode? {
+        guard result == "error", let text = error, let byte = Hex.bytes(text.replacingOccurrences(of: "0x", with: ""))?.first else { return nil }
+        return ATTErrorCode(rawValue: byte)
     }
 }
