@@ -66,7 +66,7 @@ public enum Diagnoses {
     }
 
     static func status(_ e: TimelineEvent) -> SpeakerOTA.Status? {
-        if case .otaStatus(let s)? = e.message { return s }
+        if let s = e.message as? SpeakerOTA.Status { return s }
         return nil
     }
 
@@ -167,7 +167,7 @@ public enum Diagnoses {
             var rssi: Int8?
             var joinStart: Int64?
             for e in c.events(of: d) {
-                if case .otaCredentials(let cred)? = e.message { ssid = ProtocolText.display(cred.ssid) }
+                if let cred = e.message as? SpeakerOTA.Credentials { ssid = ProtocolText.display(cred.ssid) }
                 guard let s = status(e) else { continue }
                 if s.rssi != 0 { rssi = s.rssi }
                 if s.state == .wifiConnecting, joinStart == nil { joinStart = e.time }
@@ -197,7 +197,7 @@ public enum Diagnoses {
             var url: SpeakerOTA.FirmwareURL?
             var lastError: SpeakerOTA.ErrorCode?
             for e in c.events(of: d) {
-                if case .otaURL(let u)? = e.message { url = u }
+                if let u = e.message as? SpeakerOTA.FirmwareURL { url = u }
                 guard let s = status(e) else { continue }
                 guard s.state == .error, let code = s.error else { lastError = nil; continue }
                 defer { lastError = code }
@@ -279,7 +279,7 @@ public enum Diagnoses {
                     if s.state == .pendingVerify, pending == nil { pending = e }
                     if s.state == .idle, pending != nil { rolledBack = e }
                 }
-                if case .otaControl(let cmd)? = e.message, cmd.command == .validate || cmd.command == .rollback { pending = nil; rolledBack = nil }
+                if let cmd = e.message as? SpeakerOTA.ControlCommand, cmd.command == .validate || cmd.command == .rollback { pending = nil; rolledBack = nil }
                 if e.kind == "link.disconnected", let p = pending {
                     hits.append(Hit(device: d, time: p.time, frames: p.frames + e.frames,
                                     evidence: "PENDING_VERIFY at \(c.seconds(p.time)); the link ended at \(c.seconds(e.time)) without VALIDATE" +
@@ -332,7 +332,7 @@ public enum Diagnoses {
 
     static func plainHTTP(_ c: Context) -> [Hit] {
         c.events.compactMap { e in
-            guard case .otaURL(let u)? = e.message, u.scheme?.lowercased() == "http" else { return nil }
+            guard let u = e.message as? SpeakerOTA.FirmwareURL, u.scheme?.lowercased() == "http" else { return nil }
             return Hit(device: e.device, time: e.time, frames: e.frames, evidence: "URL \(u.display(reveal: false)) at \(c.seconds(e.time))")
         }
     }
@@ -395,9 +395,9 @@ public enum Diagnoses {
             guard let conn = e.connection, !reported.contains(conn) else { continue }
             let needs: (BluetoothUUID, String)?
             switch e.message {
-            case .otaControl(let cmd)? where cmd.command == .start: needs = (SpeakerOTA.status, "OTA_STATUS")
-            case .scanRequest?: needs = (SensorScan.characteristic, "the scan characteristic")
-            case .nrf7Request?: needs = (NRF7.controlPoint, "the nRF7 Control Point")
+            case let cmd as SpeakerOTA.ControlCommand where cmd.command == .start: needs = (SpeakerOTA.status, "OTA_STATUS")
+            case is SensorScan.Request: needs = (SensorScan.characteristic, "the scan characteristic")
+            case is NRF7.Request: needs = (NRF7.controlPoint, "the nRF7 Control Point")
             default: needs = nil
             }
             guard let (uuid, name) = needs, c.facts.subscribed[conn]?.contains(uuid) != true else { continue }
@@ -412,7 +412,7 @@ public enum Diagnoses {
 
     static func scanWithoutEnd(_ c: Context) -> [Hit] {
         c.events.compactMap { e in
-            guard case .scanResult(let r)? = e.message, !r.complete else { return nil }
+            guard let r = e.message as? SensorScan.Response, !r.complete else { return nil }
             if r.chunks == 0 {
                 return Hit(device: e.device, time: e.time, frames: e.frames,
                            evidence: "SCAN was never answered: no notification and no END (at \(c.seconds(e.time)))")
@@ -425,7 +425,7 @@ public enum Diagnoses {
 
     static func nrf7Failed(_ c: Context) -> [Hit] {
         c.events.compactMap { e in
-            guard case .nrf7Result(let r)? = e.message, r.state?.raw == 5, !Provisioning.explained(e, in: c) else { return nil }
+            guard let r = e.message as? NRF7.Result, r.state?.raw == 5, !Provisioning.explained(e, in: c) else { return nil }
             return Hit(device: e.device, time: e.time, frames: e.frames,
                        evidence: "CONNECTION_FAILED\(r.reason.map { " (\($0))" } ?? "") at \(c.seconds(e.time))")
         }
@@ -433,7 +433,7 @@ public enum Diagnoses {
 
     static func nrf7Refused(_ c: Context) -> [Hit] {
         c.events.compactMap { e in
-            guard case .nrf7Response(let r)? = e.message, let s = r.status, s.raw != 0 else { return nil }
+            guard let r = e.message as? NRF7.Response, let s = r.status, s.raw != 0 else { return nil }
             return Hit(device: e.device, time: e.time, frames: e.frames,
                        evidence: "\(r.requestOpCode?.description ?? "request") answered \(s) at \(c.seconds(e.time))")
         }
@@ -451,10 +451,10 @@ public enum Diagnoses {
         for e in c.events {
             guard let conn = e.connection else { continue }
             switch e.message {
-            case .nrf7Request?:
+            case is NRF7.Request:
                 unanswered(conn, "the next request")
                 if c.facts.subscribed[conn]?.contains(NRF7.controlPoint) == true { open[conn] = e }
-            case .nrf7Response?: open[conn] = nil
+            case is NRF7.Response: open[conn] = nil
             default:
                 if e.kind == "link.disconnected" { unanswered(conn, "the link ended") }
             }
@@ -467,7 +467,7 @@ public enum Diagnoses {
         var hits: [Hit] = []
         var lastFailure: [Int: Int64] = [:]
         for e in c.events {
-            guard case .espConfig(let m)? = e.message, case .status(let r) = m.payload, let d = e.device else { continue }
+            guard let m = e.message as? ESPProvisioning.ConfigMessage, case .status(let r) = m.payload, let d = e.device else { continue }
             guard r.stationState.raw == 3 else { lastFailure[d] = nil; continue }
             guard lastFailure[d] == nil else { continue }
             lastFailure[d] = e.time
@@ -487,7 +487,7 @@ public enum Diagnoses {
                ch.contains("prov-session") {
                 hits.append(Hit(device: e.device, time: e.time, frames: e.frames, evidence: "\(e.summary) at \(c.seconds(e.time))"))
             }
-            if case .espSession(let s)? = e.message {
+            if let s = e.message as? ESPProvisioning.SessionMessage {
                 switch s.payload {
                 case .sec0Response(let st), .sec1Response0(let st, _, _), .sec1Response1(let st, _):
                     if st.raw != 0 {

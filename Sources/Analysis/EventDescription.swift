@@ -22,27 +22,27 @@ enum EventDescription {
         }
     }
 
-    static func describe(_ m: ProfileMessage) -> (String, [Field]) {
+    static func describe(_ m: any ProfileMessage) -> (String, [Field]) {
         switch m {
-        case .otaCredentials(let c):
+        case let c as SpeakerOTA.Credentials:
             let ssid = ProtocolText.display(c.ssid)
             return ("credentials for \"\(ssid)\" (password \(c.password.count) bytes)",
                     [Field("ssid", .string(ssid)), Field("password", .secret(c.password))])
-        case .otaURL(let u):
+        case let u as SpeakerOTA.FirmwareURL:
             let shown = u.display(reveal: false)
             let url: FieldValue = u.secretParts.isEmpty ? .string(shown) : .partlySecret(redacted: shown, full: Secret(u.bytes, label: "firmware URL"))
             var fields = [Field("url", url)]
             if let scheme = u.scheme { fields.append(Field("scheme", .string(scheme))) }
             if let host = u.host { fields.append(Field("host", .string(ProtocolText.display(host)))) }
             return ("firmware URL \(shown)", fields)
-        case .otaControl(let c):
+        case let c as SpeakerOTA.ControlCommand:
             let name = c.command?.description ?? "unknown command 0x\(Hex.string([c.rawCommand]))"
             return (name, [Field("command", .string(name)), Field("parameter", .int(Int(c.parameter)))])
-        case .otaStatus(let s):
+        case let s as SpeakerOTA.Status:
             return status(s)
-        case .scanRequest:
+        case is SensorScan.Request:
             return ("SCAN", [])
-        case .scanResult(let r):
+        case let r as SensorScan.Response:
             let names = r.networks.map { "\(ProtocolText.display($0.ssid)) \($0.rssi)" }
             var summary = "\(r.networks.count) network\(r.networks.count == 1 ? "" : "s") in \(r.chunks) notification\(r.chunks == 1 ? "" : "s")"
             if !r.complete { summary += ", truncated (no END)" }
@@ -52,9 +52,9 @@ enum EventDescription {
                           Field("complete", .bool(r.complete)), Field("chunks", .int(r.chunks)), Field("markerStyle", .string(r.markerStyle))]
             if r.markerStyles.count > 1 { fields.append(Field("markerStyles", .strings(r.markerStyles))) }
             return (summary, fields)
-        case .nrf7Info(let i):
+        case let i as NRF7.Info:
             return ("nRF7 protocol version \(i.version.map(String.init) ?? "?")", i.version.map { [Field("version", .int(Int($0)))] } ?? [])
-        case .nrf7Request(let r):
+        case let r as NRF7.Request:
             var fields = [Field("op", .string(r.opCode?.description ?? "none"))]
             var summary = "request \(r.opCode?.description ?? "without op code")"
             if let c = r.config {
@@ -64,7 +64,7 @@ enum EventDescription {
                 summary += " for \"\(ssid)\"" + (c.passphrase.map { " (passphrase \($0.count) bytes)" } ?? "")
             }
             return (summary, fields)
-        case .nrf7Response(let r):
+        case let r as NRF7.Response:
             var fields = [Field("op", .string(r.requestOpCode?.description ?? "none")), Field("status", .string(r.status?.description ?? "none"))]
             var summary = "response to \(r.requestOpCode?.description ?? "?"): \(r.status?.description ?? "no status")"
             if let s = r.deviceStatus {
@@ -73,7 +73,7 @@ enum EventDescription {
                 if let ip = s.ip4Text { fields.append(Field("ip", .string(ip))); summary += ", IP \(ip)" }
             }
             return (summary, fields)
-        case .nrf7Result(let r):
+        case let r as NRF7.Result:
             if let rec = r.scanRecord {
                 let ssid = rec.wifi?.ssid.map { ProtocolText.display($0) } ?? "?"
                 let network = WiFiNetwork(rec)
@@ -87,11 +87,11 @@ enum EventDescription {
             if let s = r.state { fields.append(Field("state", .string(s.description))) }
             if let reason = r.reason { fields.append(Field("reason", .string(reason.description))); summary += " (\(reason))" }
             return (summary, fields)
-        case .espVersion(let v):
+        case let v as ESPProvisioning.Version:
             return ("proto-ver \(v.version ?? "?"), security \(v.securityVersion.map(String.init) ?? "?"), capabilities \(v.capabilities.joined(separator: " "))",
                     [Field("version", .string(v.version ?? "")), Field("security", .int(v.securityVersion ?? -1)),
                      Field("capabilities", .strings(v.capabilities))])
-        case .espSession(let s):
+        case let s as ESPProvisioning.SessionMessage:
             let type = s.messageType?.description ?? "?"
             var summary = "session \(s.securityVersion) \(type)"
             switch s.payload {
@@ -99,7 +99,7 @@ enum EventDescription {
             default: break
             }
             return (summary, [Field("scheme", .string(s.securityVersion.description)), Field("message", .string(type))])
-        case .espConfig(let c):
+        case let c as ESPProvisioning.ConfigMessage:
             switch c.payload {
             case .setConfig(let sc):
                 let ssid = ProtocolText.display(sc.ssid)
@@ -122,7 +122,7 @@ enum EventDescription {
             default:
                 return ("\(c.messageType)", [Field("message", .string(c.messageType.description))])
             }
-        case .espScan(let s):
+        case let s as ESPProvisioning.ScanMessage:
             var summary = "\(s.messageType)"
             if case .statusResponse(let finished, let n) = s.payload { summary += finished ? ": finished, \(n) results" : ": scanning" }
             var fields = [Field("message", .string(s.messageType.description))]
@@ -131,11 +131,12 @@ enum EventDescription {
                 fields.append(Field("networks", networks(entries.map(WiFiNetwork.init))))
             }
             return (summary, fields)
-        case .espOpaque(let o):
+        case let o as ESPProvisioning.OpaquePayload:
             return (o.encrypted ? "\(o.endpoint): \(o.length) bytes, encrypted (security \(o.security.map(String.init) ?? "?"))"
                                 : "\(o.endpoint): \(o.length) bytes",
                     [Field("endpoint", .string(o.endpoint)), Field("encrypted", .bool(o.encrypted)), Field("length", .int(o.length))])
-        @unknown default:
+        default:
+            // A message type this table does not know (none yet: each protocol will describe its own).
             return ("message", [])
         }
     }

@@ -37,10 +37,10 @@ enum Provisioning {
             var failing = false
             for e in byDevice[d] ?? [] {
                 switch e.message {
-                case .nrf7Request(let r)?:
+                case let r as NRF7.Request:
                     if let s = r.config?.wifi?.ssid { ssid = s }
                     if r.opCode?.raw == 2 { scanned = [] }
-                case .nrf7Result(let r)?:
+                case let r as NRF7.Result:
                     if let rec = r.scanRecord, let n = WiFiNetwork(rec) { scanned = (scanned ?? []) + [n] }
                     guard let state = r.state?.raw else { break }
                     if state == 5 {
@@ -52,7 +52,7 @@ enum Provisioning {
                         joins.append(classify(Join(event: e, protocolName: "nRF7", reason: r.reason?.description, failure: failure,
                                                    ssid: ssid.map { ProtocolText.display($0) }, scanned: scanned)))
                     }
-                case .espConfig(let m)?:
+                case let m as ESPProvisioning.ConfigMessage:
                     switch m.payload {
                     case .setConfig(let c): ssid = c.ssid
                     case .status(let r):
@@ -70,7 +70,7 @@ enum Provisioning {
                                                    ssid: ssid.map { ProtocolText.display($0) }, scanned: scanned)))
                     default: break
                     }
-                case .espScan(let m)?:
+                case let m as ESPProvisioning.ScanMessage:
                     if case .start = m.payload { scanned = [] }
                     if case .resultResponse(let entries) = m.payload { scanned = (scanned ?? []) + entries.map(WiFiNetwork.init) }
                 default: break
@@ -265,7 +265,7 @@ enum Provisioning {
                 let ok = e.fields.contains { $0.name == "enabled" && { if case .bool(true) = $0.value { true } else { false } }($0) }
                 let asked = open["security"]?.detail.map { $0 + "; " } ?? ""
                 close("security", e, ok ? .ok : .failed, detail: asked + (ok ? "link encrypted" : "encryption failed"))
-            case .nrf7Request(let r)?:
+            case let r as NRF7.Request:
                 switch r.opCode?.raw {
                 case 2?: start("scan", e)
                 case 3?: if open["scan"] != nil { close("scan", e, .ok) }
@@ -275,7 +275,7 @@ enum Provisioning {
                     start("config", e, detail: "SET_CONFIG \(ssid)")
                 default: break
                 }
-            case .nrf7Response(let r)?:
+            case let r as NRF7.Response:
                 if r.requestOpCode?.raw == 4, open["config"] != nil {
                     let ok = (r.status?.raw ?? 0) == 0
                     close("config", e, ok ? .ok : .failed, detail: ok ? nil : "refused: \(r.status?.description ?? "?")")
@@ -283,7 +283,7 @@ enum Provisioning {
                 } else if r.requestOpCode?.raw == 2, (r.status?.raw ?? 0) != 0, open["scan"] != nil {
                     close("scan", e, .failed, detail: "refused: \(r.status?.description ?? "?")")
                 }
-            case .nrf7Result(let r)?:
+            case let r as NRF7.Result:
                 if r.scanRecord != nil {
                     let n = (open["scan"]?.detail.flatMap { Int($0.split(separator: " ").first ?? "") } ?? 0) + 1
                     touch("scan", e, detail: "\(n) network\(n == 1 ? "" : "s")")
@@ -301,10 +301,10 @@ enum Provisioning {
                     }
                 }
             // ESP-IDF: session, scan, config, apply, connection status.
-            case .espVersion(let v)?:
+            case let v as ESPProvisioning.Version:
                 if security == nil { security = v.securityVersion }
                 capabilities = v.capabilities
-            case .espSession(let s)?:
+            case let s as ESPProvisioning.SessionMessage:
                 security = s.securityVersion.raw
                 switch s.payload {
                 case .sec0Response(let st), .sec1Response1(let st, _):
@@ -316,7 +316,7 @@ enum Provisioning {
                 default:
                     start("session", e, detail: sessionDetail)
                 }
-            case .espScan(let m)?:
+            case let m as ESPProvisioning.ScanMessage:
                 if open["session"] != nil { close("session", e, .ok) }
                 switch m.payload {
                 case .resultResponse(let entries):
@@ -326,7 +326,7 @@ enum Provisioning {
                     touch("scan", e)
                 }
                 if m.status.raw != 0 { close("scan", e, .failed, detail: "status \(m.status)") }
-            case .espConfig(let m)?:
+            case let m as ESPProvisioning.ConfigMessage:
                 if open["session"] != nil { close("session", e, .ok) }
                 if open["scan"] != nil { close("scan", e, .ok) }
                 switch m.payload {
@@ -347,7 +347,7 @@ enum Provisioning {
                     }
                 default: break
                 }
-            case .espOpaque(let o)? where o.encrypted:
+            case let o as ESPProvisioning.OpaquePayload where o.encrypted:
                 // Encrypted traffic: one phase per endpoint, saying why it cannot be read.
                 if open["session"] != nil { close("session", e, .ok) }
                 let why = o.security == 2 ? "encrypted, sec2: not decryptable from a capture"

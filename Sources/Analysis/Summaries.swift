@@ -47,13 +47,13 @@ enum Summaries {
         let n = t.devices[d].linkCounts
         let links = links(n, connections: t.devices[d].connections.count, span: span)
         let statuses = events.compactMap { e -> (SpeakerOTA.Status, TimelineEvent)? in
-            if case .otaStatus(let s)? = e.message { return (s, e) }
+            if let s = e.message as? SpeakerOTA.Status { return (s, e) }
             return nil
         }
         let lastDisconnect = events.last { $0.kind == "link.disconnected" }
         if let (last, _) = statuses.last {
             let started = statuses.contains { $0.0.state == .wifiConnecting }
-            let validated = events.contains { if case .otaControl(let c)? = $0.message { c.command == .validate } else { false } }
+            let validated = events.contains { if let c = $0.message as? SpeakerOTA.ControlCommand { c.command == .validate } else { false } }
             let everSucceeded = statuses.contains { $0.0.state == .success }
             switch last.state {
             case .error?:
@@ -76,7 +76,7 @@ enum Summaries {
             }
         }
         let scans = events.compactMap { e -> SensorScan.Response? in
-            if case .scanResult(let r)? = e.message { return r }
+            if let r = e.message as? SensorScan.Response { return r }
             return nil
         }
         if let last = scans.last {
@@ -84,20 +84,20 @@ enum Summaries {
             return last.complete ? (.succeeded, "Wi-Fi scan: \(n) network\(n == 1 ? "" : "s") (\(scans.count) scan\(scans.count == 1 ? "" : "s")); \(links)")
                 : (.failed, "Wi-Fi scan truncated: \(n) network\(n == 1 ? "" : "s") and no END; \(links)")
         }
-        if events.contains(where: { if case .scanRequest? = $0.message { true } else { false } }) {
+        if events.contains(where: { $0.message is SensorScan.Request }) {
             return (.failed, "SCAN sent, no answer; \(links)")
         }
-        if let state = events.compactMap({ e -> (NRF7.Result)? in if case .nrf7Result(let r)? = e.message, r.state != nil { return r }; return nil }).last {
+        if let state = events.compactMap({ e -> (NRF7.Result)? in if let r = e.message as? NRF7.Result, r.state != nil { return r }; return nil }).last {
             if state.state?.raw == 4 { return (.succeeded, "nRF7 provisioned: CONNECTED; \(links)") }
             if state.state?.raw == 5 { return (.failed, "nRF7 provisioning failed: CONNECTION_FAILED\(state.reason.map { " (\($0))" } ?? ""); \(links)") }
             return (.interrupted, "nRF7 provisioning stopped in \(state.state?.description ?? "?"); \(links)")
         }
         if events.contains(where: { $0.kind.hasPrefix("nrf7.") }) {
-            let refused = events.contains { if case .nrf7Response(let r)? = $0.message { (r.status?.raw ?? 0) != 0 } else { false } }
+            let refused = events.contains { if let r = $0.message as? NRF7.Response { (r.status?.raw ?? 0) != 0 } else { false } }
             return (refused ? .failed : .incomplete, refused ? "nRF7 refused a request; \(links)" : "nRF7 provisioning not applied; \(links)")
         }
         let espStatus = events.compactMap { e -> ESPProvisioning.StatusReport? in
-            if case .espConfig(let m)? = e.message, case .status(let r) = m.payload { return r }
+            if let m = e.message as? ESPProvisioning.ConfigMessage, case .status(let r) = m.payload { return r }
             return nil
         }
         if let last = espStatus.last {
@@ -111,7 +111,7 @@ enum Summaries {
             }
         }
         if events.contains(where: { $0.kind.hasPrefix("esp.") }) {
-            let encrypted = events.contains { if case .espOpaque(let o)? = $0.message { o.encrypted } else { false } }
+            let encrypted = events.contains { if let o = $0.message as? ESPProvisioning.OpaquePayload { o.encrypted } else { false } }
             if t.findings.contains(where: { $0.device == d && $0.id == "esp.session-refused" }) {
                 return (.failed, "ESP refused the session; \(links)")
             }

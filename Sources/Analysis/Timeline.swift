@@ -173,7 +173,7 @@ public struct TimelineEvent: Sendable {
     /// Records it came from (several for a long write or a chunked scan answer).
     public var frames: [Int]
     /// The decoded protocol message, for the rules.
-    public var message: ProfileMessage?
+    public var message: (any ProfileMessage)?
     public var problems: [ProtocolProblem] = []
 }
 

@@ -416,16 +416,16 @@ public final class TimelineBuilder {
                                     timeline.connections[c].mtu))
         }
         switch e.message {
-        case .otaStatus(let s)?: otaStatus(s, device: d, connection: c, time: time, frame: e.frame)
-        case .otaControl(let cmd)? where cmd.command == .reboot:
+        case let s as SpeakerOTA.Status: otaStatus(s, device: d, connection: c, time: time, frame: e.frame)
+        case let cmd as SpeakerOTA.ControlCommand where cmd.command == .reboot:
             rebootAt[d] = (time, e.frame, c)
         default: break
         }
     }
 
-    static func isWrite(_ m: ProfileMessage) -> Bool {
+    static func isWrite(_ m: any ProfileMessage) -> Bool {
         switch m {
-        case .otaCredentials, .otaURL, .nrf7Request: true
+        case is SpeakerOTA.Credentials, is SpeakerOTA.FirmwareURL, is NRF7.Request: true
         default: false
         }
     }

@@ -22,15 +22,15 @@ extension EventRenderer {
         return true
     }
 
-    static func summary(_ message: ProfileMessage?, reveal: Bool) -> String {
+    static func summary(_ message: (any ProfileMessage)?, reveal: Bool) -> String {
         switch message {
-        case .otaCredentials(let c)?:
+        case let c as SpeakerOTA.Credentials:
             return "OTA credentials SSID \"\(c.ssidText)\" password \(reveal ? "\"\(ProtocolText.display(c.password.unsafeBytes))\"" : c.password.redacted)"
-        case .otaURL(let u)?:
+        case let u as SpeakerOTA.FirmwareURL:
             return "OTA URL \(u.display(reveal: reveal))"
-        case .otaControl(let c)?:
+        case let c as SpeakerOTA.ControlCommand:
             return "OTA control \(c.command?.description ?? "0x" + Hex.string([c.rawCommand])) (parameter \(c.parameter))"
-        case .otaStatus(let s)?:
+        case let s as SpeakerOTA.Status:
             var t = "OTA status \(s.state?.description ?? "state 0x" + Hex.string([s.rawState]))"
             if s.rawError != 0 || s.state == .error {
                 t += " error \(s.error?.description ?? "0x" + Hex.string([s.rawError]))"
@@ -41,32 +41,33 @@ extension EventRenderer {
             }
             if s.rssi != 0 { t += " RSSI \(s.rssi) dBm" }
             return t
-        case .scanRequest(let r)?:
-            return "Scan request \"\(ProtocolText.display(r))\""
-        case .scanResult(let r)?:
+        case let r as SensorScan.Request:
+            return "Scan request \"\(ProtocolText.display(r.bytes))\""
+        case let r as SensorScan.Response:
             let list = r.networks.map { "\($0.ssidText) (\($0.rssi))" }.joined(separator: ", ")
             let style = r.markerStyle == "none" ? "" : ", markers \(r.markerStyle)" + (r.markerStyles.count > 1 ? " (\(r.markerStyles.joined(separator: ", ")))" : "")
             return "Scan result \(r.complete ? "" : "TRUNCATED ")\(r.networks.count) networks in \(r.chunks) notifications\(style)\(list.isEmpty ? "" : ": " + list)"
-        case .nrf7Info(let i)?:
+        case let i as NRF7.Info:
             return "nRF7 info version \(i.version.map(String.init) ?? "(none)")"
-        case .nrf7Request(let r)?:
+        case let r as NRF7.Request:
             return NRF7Text.request(r, reveal: reveal)
-        case .nrf7Response(let r)?:
+        case let r as NRF7.Response:
             return NRF7Text.response(r)
-        case .nrf7Result(let r)?:
+        case let r as NRF7.Result:
             return NRF7Text.result(r)
-        case .espVersion(let v)?:
+        case let v as ESPProvisioning.Version:
             return "ESP version \(v.version ?? "(none)") security \(v.securityVersion.map(String.init) ?? "?")"
                 + (v.capabilities.isEmpty ? "" : " capabilities " + v.capabilities.joined(separator: ","))
-        case .espSession(let m)?:
+        case let m as ESPProvisioning.SessionMessage:
             return ESPText.session(m)
-        case .espConfig(let m)?:
+        case let m as ESPProvisioning.ConfigMessage:
             return ESPText.config(m, reveal: reveal)
-        case .espScan(let m)?:
+        case let m as ESPProvisioning.ScanMessage:
             return ESPText.scan(m)
-        case .espOpaque(let o)?:
+        case let o as ESPProvisioning.OpaquePayload:
             return "ESP \(o.endpoint) \(o.length) bytes: \(o.reason)"
-        case nil:
+        default:
+            // nil, or a message type this renderer does not know (none yet).
             return "(not decoded)"
         }
     }
@@ -85,17 +86,17 @@ extension EventRenderer {
             o.int("handle", Int(e.handle))
             if e.firstFrame != e.frame { o.int("firstFrame", e.firstFrame) }
             switch e.message {
-            case .otaCredentials(let c)?:
+            case let c as SpeakerOTA.Credentials:
                 o.string("ssid", c.ssidText)
                 o.string("password", self.reveal ? ProtocolText.display(c.password.unsafeBytes) : c.password.redacted)
-            case .otaURL(let u)?:
+            case let u as SpeakerOTA.FirmwareURL:
                 o.string("url", u.display(reveal: reveal))
                 if let s = u.scheme { o.string("scheme", s) }
-            case .otaControl(let c)?:
+            case let c as SpeakerOTA.ControlCommand:
                 o.int("command", Int(c.rawCommand))
                 if let name = c.command?.description { o.string("commandName", name) }
                 o.int("parameter", Int(c.parameter))
-            case .otaStatus(let s)?:
+            case let s as SpeakerOTA.Status:
                 o.int("state", Int(s.rawState))
                 if let n = s.state?.description { o.string("stateName", n) }
                 o.int("error", Int(s.rawError))
@@ -105,35 +106,35 @@ extension EventRenderer {
                 o.int("downloadedKB", Int(s.downloadedKB))
                 o.int("totalKB", Int(s.totalKB))
                 o.int("rssi", Int(s.rssi))
-            case .scanRequest(let r)?:
-                o.string("request", ProtocolText.display(r))
-            case .scanResult(let r)?:
+            case let r as SensorScan.Request:
+                o.string("request", ProtocolText.display(r.bytes))
+            case let r as SensorScan.Response:
                 o.bool("complete", r.complete)
                 o.int("chunks", r.chunks)
                 o.string("markerStyle", r.markerStyle)
                 if r.markerStyles.count > 1 { o.raw("markerStyles", "[" + r.markerStyles.map { JSONString.quote($0) }.joined(separator: ",") + "]") }
                 o.raw("networks", NetworkJSON.array(r.networks.map(WiFiNetwork.init)))
-            case .nrf7Info(let i)?:
+            case let i as NRF7.Info:
                 if let v = i.version { o.int("version", Int(v)) }
-            case .nrf7Request(let r)?:
+            case let r as NRF7.Request:
                 NRF7JSON.request(r, reveal: self.reveal, o)
-            case .nrf7Response(let r)?:
+            case let r as NRF7.Response:
                 NRF7JSON.response(r, o)
-            case .nrf7Result(let r)?:
+            case let r as NRF7.Result:
                 NRF7JSON.result(r, o)
-            case .espVersion(let v)?:
+            case let v as ESPProvisioning.Version:
                 var b = JSONBuild()
                 b.string("ver", v.version)
                 b.int("secVer", v.securityVersion)
                 b.raw("cap", "[" + v.capabilities.map { JSONString.quote($0) }.joined(separator: ",") + "]")
                 o.merge(b)
-            case .espSession(let m)?:
+            case let m as ESPProvisioning.SessionMessage:
                 o.merge(ESPJSON.session(m))
-            case .espConfig(let m)?:
+            case let m as ESPProvisioning.ConfigMessage:
                 o.merge(ESPJSON.config(m, reveal: self.reveal))
-            case .espScan(let m)?:
+            case let m as ESPProvisioning.ScanMessage:
                 o.merge(ESPJSON.scan(m))
-            case .espOpaque(let x)?:
+            case let x as ESPProvisioning.OpaquePayload:
                 var b = JSONBuild()
                 b.string("endpoint", x.endpoint)
                 b.bool("encrypted", x.encrypted)
@@ -141,7 +142,8 @@ extension EventRenderer {
                 b.int("length", x.length)
                 b.string("reason", x.reason)
                 o.merge(b)
-            case nil:
+            default:
+                // nil, or a message type this renderer does not know (none yet).
                 break
             }
             if !e.problems.isEmpty {

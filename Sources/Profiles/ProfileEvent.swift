@@ -43,24 +43,17 @@ public struct ProfileValue: Sendable {
     public func origin(of range: Range<Int>) -> ByteOrigin? { origin?.slice(range) }
 }
 
-/// A device-protocol message, decoded.
-public enum ProfileMessage: Sendable, Hashable {
-    case otaCredentials(SpeakerOTA.Credentials)
-    case otaURL(SpeakerOTA.FirmwareURL)
-    case otaControl(SpeakerOTA.ControlCommand)
-    case otaStatus(SpeakerOTA.Status)
-    case scanRequest([UInt8])
-    case scanResult(SensorScan.Response)
-    case nrf7Info(NRF7.Info)
-    case nrf7Request(NRF7.Request)
-    case nrf7Response(NRF7.Response)
-    case nrf7Result(NRF7.Result)
-    case espVersion(ESPProvisioning.Version)
-    case espSession(ESPProvisioning.SessionMessage)
-    case espConfig(ESPProvisioning.ConfigMessage)
-    case espScan(ESPProvisioning.ScanMessage)
-    /// Encrypted (and not decryptable with what was given), or not decoded (prov-ctrl, custom).
-    case espOpaque(ESPProvisioning.OpaquePayload)
+/// A device-protocol message, decoded. Open on purpose (issue 19): each protocol's message
+/// types conform in the protocol's own folder, so a new protocol adds messages without
+/// touching Profiles. Engines find the types they know by casting
+/// (`if let s = e.message as? SpeakerOTA.Status`, or `case let s as SpeakerOTA.Status:`).
+public protocol ProfileMessage: Sendable {
+    /// Equality across existentials: false when the types differ. `Equatable` conformers get it.
+    func isEqual(_ other: any ProfileMessage) -> Bool
+}
+
+extension ProfileMessage where Self: Equatable {
+    public func isEqual(_ other: any ProfileMessage) -> Bool { (other as? Self) == self }
 }
 
 /// What the protocol layer reports: a message (when it decoded) and its problems.
@@ -69,7 +62,7 @@ public struct ProfileEvent: Sendable {
     public var protocolName: String
     /// Stable kind, such as `ota.status` or `scan.result`.
     public var kind: String
-    public var message: ProfileMessage?
+    public var message: (any ProfileMessage)?
     public var problems: [ProtocolProblem]
     public var frame: Int
     public var firstFrame: Int
@@ -83,7 +76,7 @@ public struct ProfileEvent: Sendable {
     /// characteristic's undecodable value as secret as a whole).
     public var undecodedValue: [UInt8]?
 
-    init(_ v: ProfileValue, protocolName: String, kind: String, message: ProfileMessage?, problems: [ProtocolProblem]) {
+    init(_ v: ProfileValue, protocolName: String, kind: String, message: (any ProfileMessage)?, problems: [ProtocolProblem]) {
         connection = v.connection
         self.protocolName = protocolName
         self.kind = kind

@@ -74,7 +74,7 @@ final class AuditScenarioTests: XCTestCase {
     func testURLWithSecrets() async throws {
         let (d, _) = try await decoded("speaker-url-secrets")
         XCTAssertEqual(d.summary, Self.fullUpdate)
-        let urls = d.events.compactMap { e -> String? in if case .otaURL(let u)? = e.message { u.text } else { nil } }
+        let urls = d.events.compactMap { e -> String? in if let u = e.message as? SpeakerOTA.FirmwareURL { u.text } else { nil } }
         XCTAssertEqual(urls, ["http://admin:hunter2@updates.example.com/fw/speaker.bin?token=8c1f4e2ad9b7"])
     }
 

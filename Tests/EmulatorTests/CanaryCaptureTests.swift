@@ -44,8 +44,8 @@ final class CanaryCaptureTests: XCTestCase {
                                 "connected", "disconnected:Connection Terminated by Local Host"])
         let passwords = d.events.compactMap { e -> [UInt8]? in
             switch e.message {
-            case .otaCredentials(let c)?: c.password.unsafeBytes
-            case .espConfig(let m)?: if case .setConfig(let s) = m.payload { s.passphrase.unsafeBytes } else { nil }
+            case let c as SpeakerOTA.Credentials: c.password.unsafeBytes
+            case let m as ESPProvisioning.ConfigMessage: if case .setConfig(let s) = m.payload { s.passphrase.unsafeBytes } else { nil }
             default: nil
             }
         }

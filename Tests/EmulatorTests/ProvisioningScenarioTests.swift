@@ -33,11 +33,11 @@ final class ProvisioningScenarioTests: XCTestCase {
             "nrf7.request:GET_STATUS", "nrf7.response:GET_STATUS:SUCCESS",
         ])
         XCTAssertEqual(d.link.prefix(2), ["connected", "encrypted:true"])
-        XCTAssertEqual(d.events.filter { if case .nrf7Result(let r)? = $0.message { r.scanRecord != nil } else { false } }.count, 6,
+        XCTAssertEqual(d.events.filter { if let r = $0.message as? NRF7.Result { r.scanRecord != nil } else { false } }.count, 6,
                        "every network in range, 5 GHz included (nRF7002 is dual-band)")
         XCTAssertTrue(d.events.allSatisfy(\.problems.isEmpty), "\(d.events.filter { !$0.problems.isEmpty })")
         // The final status carries what the device joined, and the address DHCP gave it.
-        guard case .nrf7Response(let last)? = d.events.last?.message, let status = last.deviceStatus else { return XCTFail("no status") }
+        guard let last = d.events.last?.message as? NRF7.Response, let status = last.deviceStatus else { return XCTFail("no status") }
         XCTAssertEqual(status.state?.name, "CONNECTED")
         XCTAssertEqual(status.provisioningInfo?.ssidText, "HomeNet")
         XCTAssertEqual(status.ip4Text?.hasPrefix("192.168.1."), true)
@@ -105,7 +105,7 @@ final class ProvisioningScenarioTests: XCTestCase {
             XCTAssertTrue(d.summary.contains("esp.scan:RespScanResult"))
             XCTAssertEqual(d.summary.suffix(2), ["esp.config:CmdGetStatus", "esp.config:Connected"])
             let set = d.events.compactMap { e -> ESPProvisioning.SetConfig? in
-                if case .espConfig(let m)? = e.message, case .setConfig(let c) = m.payload { return c }
+                if let m = e.message as? ESPProvisioning.ConfigMessage, case .setConfig(let c) = m.payload { return c }
                 return nil
             }
             XCTAssertEqual(set.map(\.ssidText), ["HomeNet"])
@@ -124,7 +124,7 @@ final class ProvisioningScenarioTests: XCTestCase {
         XCTAssertEqual(d.summary.last, "esp.config:ConnectionFailed")
         d = try await summary("esp-sec1-wrong-password", configuration: Self.espKeys)
         XCTAssertEqual(d.summary.last, "esp.config:ConnectionFailed")
-        guard case .espConfig(let m)? = d.events.last?.message, case .status(let r) = m.payload else { return XCTFail() }
+        guard let m = d.events.last?.message as? ESPProvisioning.ConfigMessage, case .status(let r) = m.payload else { return XCTFail() }
         XCTAssertEqual(r.detail, .failReason(ESPProvisioning.failReason(0)))
         // A wrong PoP: the device cannot verify the phone and refuses Session_Command1.
         d = try await summary("esp-sec1-wrong-pop", configuration: Self.espKeys)

@@ -44,23 +44,23 @@ final class ScenarioTests: XCTestCase {
                 d.events.append(e)
                 let s: String
                 switch e.message {
-                case .otaStatus(let st)?:
+                case let st as SpeakerOTA.Status:
                     s = "status:\(st.state?.description ?? "?")" + (st.state == .error ? ":\(st.error?.description ?? "?")" : "")
-                case .otaCredentials?: s = "credentials"
-                case .otaURL?: s = "url"
-                case .otaControl(let c)?: s = "control:\(c.command?.description ?? "?")"
-                case .scanRequest?: s = "scan.request"
-                case .scanResult(let r)?: s = "scan.result" + (r.complete ? "" : ":truncated") + ":\(r.networks.count)"
-                case .nrf7Request(let r)?: s = "nrf7.request:\(r.opCode?.description ?? "?")"
-                case .nrf7Response(let r)?: s = "nrf7.response:\(r.requestOpCode?.description ?? "?"):\(r.status?.description ?? "?")"
-                case .nrf7Result(let r)? where r.state != nil:
+                case is SpeakerOTA.Credentials: s = "credentials"
+                case is SpeakerOTA.FirmwareURL: s = "url"
+                case let c as SpeakerOTA.ControlCommand: s = "control:\(c.command?.description ?? "?")"
+                case is SensorScan.Request: s = "scan.request"
+                case let r as SensorScan.Response: s = "scan.result" + (r.complete ? "" : ":truncated") + ":\(r.networks.count)"
+                case let r as NRF7.Request: s = "nrf7.request:\(r.opCode?.description ?? "?")"
+                case let r as NRF7.Response: s = "nrf7.response:\(r.requestOpCode?.description ?? "?"):\(r.status?.description ?? "?")"
+                case let r as NRF7.Result where r.state != nil:
                     s = "nrf7.state:\(r.state?.description ?? "?")" + (r.reason.map { ":\($0)" } ?? "")
-                case .nrf7Result(let r)? where r.scanRecord != nil: s = "nrf7.scan-record"
-                case .espSession(let m)?: s = "esp.session:\(m.messageType?.description ?? "?")"
-                case .espConfig(let m)?:
+                case let r as NRF7.Result where r.scanRecord != nil: s = "nrf7.scan-record"
+                case let m as ESPProvisioning.SessionMessage: s = "esp.session:\(m.messageType?.description ?? "?")"
+                case let m as ESPProvisioning.ConfigMessage:
                     if case .status(let r) = m.payload { s = "esp.config:\(r.stationState)" } else { s = "esp.config:\(m.messageType)" }
-                case .espScan(let m)?: s = "esp.scan:\(m.messageType)"
-                case .espOpaque(let o)?: s = "esp.opaque:\(o.endpoint)" + (o.encrypted ? ":encrypted" : "")
+                case let m as ESPProvisioning.ScanMessage: s = "esp.scan:\(m.messageType)"
+                case let o as ESPProvisioning.OpaquePayload: s = "esp.opaque:\(o.endpoint)" + (o.encrypted ? ":encrypted" : "")
                 default: s = e.kind + (e.problems.isEmpty ? "" : ":" + e.problems.map(\.id).joined(separator: ","))
                 }
                 if s == "status:DOWNLOADING" || s.hasPrefix("nrf7.scan-record") || s.hasPrefix("esp.opaque"), d.summary.last == s { continue }
@@ -85,7 +85,7 @@ final class ScenarioTests: XCTestCase {
         XCTAssertEqual(d.link, ["connected", "disconnected:Connection Terminated by Local Host"])
         XCTAssertEqual(d.malformed, [])
         let progress = d.events.compactMap { e -> UInt8? in
-            if case .otaStatus(let s)? = e.message, s.state == .downloading { return s.progress } else { return nil }
+            if let s = e.message as? SpeakerOTA.Status, s.state == .downloading { return s.progress } else { return nil }
         }
         XCTAssertEqual(progress.first, 0)
         XCTAssertEqual(progress.last, 100)
@@ -118,7 +118,7 @@ final class ScenarioTests: XCTestCase {
             XCTAssertEqual(d.malformed, [], name)
         }
         let stall = Self.decode(try await run("speaker-download-stall").recording)
-        guard case .otaStatus(let last)? = stall.events.last?.message else { return XCTFail("stall status") }
+        guard let last = stall.events.last?.message as? SpeakerOTA.Status else { return XCTFail("stall status") }
         XCTAssertEqual(last.progress, 60, "stalled below 63 %")
         let dropped = Self.decode(try await run("speaker-disconnect-downloading").recording)
         XCTAssertEqual(dropped.link, ["connected", "disconnected:Connection Timeout"])

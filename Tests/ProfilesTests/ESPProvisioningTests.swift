@@ -252,7 +252,7 @@ final class ESPProvisioningTests: XCTestCase {
                 (15, hexBytes("52 03 A2 01 00"), hexBytes("52 05 08 01 AA 01 00")),
                 (18, Self.setConfig, hexBytes("08 03 6A 00"))])
         XCTAssertEqual(p.out.map(\.kind), ["esp.version", "esp.version", "esp.session", "esp.session", "esp.config", "esp.config"])
-        guard case .espConfig(let m)? = p.out[4].message, case .setConfig(let c) = m.payload else { return XCTFail("config") }
+        guard let m = p.out[4].message as? ESPProvisioning.ConfigMessage, case .setConfig(let c) = m.payload else { return XCTFail("config") }
         XCTAssertEqual(c.passphrase.unsafeBytes, ascii("secret123"))
         XCTAssertEqual(p.out[4].problems.map(\.id), ["esp.cleartext-passphrase"])
         XCTAssertEqual(p.out[1].problems.map(\.id), ["esp.security0"])
@@ -308,13 +308,13 @@ final class ESPProvisioningTests: XCTestCase {
         XCTAssertEqual(p.out.map(\.kind), ["esp.version", "esp.version"] + Array(repeating: "esp.session", count: 4)
                        + Array(repeating: "esp.config", count: 4))
         XCTAssertEqual(p.out.flatMap(\.problems), [])
-        guard case .espConfig(let set)? = p.out[6].message, case .setConfig(let c) = set.payload else { return XCTFail("set config: \(p.out[6])") }
+        guard let set = p.out[6].message as? ESPProvisioning.ConfigMessage, case .setConfig(let c) = set.payload else { return XCTFail("set config: \(p.out[6])") }
         XCTAssertEqual(c.ssidText, "Office 5G")
         XCTAssertEqual(c.passphrase.unsafeBytes, ascii("correct horse battery staple"))
         XCTAssertEqual(c.channel, 36)
-        guard case .espConfig(let r)? = p.out[7].message else { return XCTFail("response") }
+        guard let r = p.out[7].message as? ESPProvisioning.ConfigMessage else { return XCTFail("response") }
         XCTAssertEqual(r.payload, .setConfigResponse(status: ESPProvisioning.status(0)))
-        guard case .espConfig(let s)? = p.out[9].message, case .status(let st) = s.payload else { return XCTFail("status") }
+        guard let s = p.out[9].message as? ESPProvisioning.ConfigMessage, case .status(let st) = s.payload else { return XCTFail("status") }
         XCTAssertEqual(st.stationState.name, "ConnectionFailed")
         XCTAssertEqual(st.detail, .failReason(ProtoEnumValue(raw: 1, name: "NetworkNotFound")))
     }
@@ -327,7 +327,7 @@ final class ESPProvisioningTests: XCTestCase {
         let config = p.out.filter { $0.kind == "esp.config" }
         XCTAssertEqual(config.count, 4)
         for e in config {
-            guard case .espOpaque(let o)? = e.message else { return XCTFail("opaque") }
+            guard let o = e.message as? ESPProvisioning.OpaquePayload else { return XCTFail("opaque") }
             XCTAssertTrue(o.encrypted)
             XCTAssertEqual(o.security, 1)
             XCTAssertTrue(o.reason.hasPrefix("encrypted, sec1"), o.reason)
@@ -337,14 +337,14 @@ final class ESPProvisioningTests: XCTestCase {
             espProofOfPossession: Secret(ascii("wrong"), label: "PoP"), espClientPrivateKey: Secret(clientKey, label: "key")))
         run(wrong, exchanges.map { ($0.0, $0.1, $0.2) })
         XCTAssertEqual(wrong.out.flatMap(\.problems).map(\.id), ["esp.sec1-verify-failed"])
-        XCTAssertEqual(wrong.out.filter { if case .espOpaque? = $0.message { true } else { false } }.count, 5, "version request and 4 config")
+        XCTAssertEqual(wrong.out.filter { $0.message is ESPProvisioning.OpaquePayload }.count, 5, "version request and 4 config")
     }
 
     func testSecurity2IsReportedEncrypted() throws {
         let p = try ConfiguredPipeline(profile: "esp")
         run(p, [(15, hexBytes("10 02 62 0D A2 01 0A 0A 08") + ascii("wifiprov"), hexBytes("10 02 62 02 08 01")),
                 (18, [0x99, 0x12, 0x44], [0x01])])
-        guard case .espOpaque(let o)? = p.out.last?.message else { return XCTFail("opaque") }
+        guard let o = p.out.last?.message as? ESPProvisioning.OpaquePayload else { return XCTFail("opaque") }
         XCTAssertEqual(o.security, 2)
         XCTAssertTrue(o.reason.hasPrefix("encrypted, sec2"))
     }

@@ -195,9 +195,9 @@ final class NRF7Tests: XCTestCase {
         p.att(.writeRequest(handle: 14, value: [0x08]), sent: true)
         XCTAssertEqual(p.out.map(\.kind), ["nrf7.info", "nrf7.request", "nrf7.response", "nrf7.result", "nrf7.request"])
         XCTAssertEqual(p.out.map(\.protocolName), Array(repeating: "nrf7", count: 5))
-        guard case .nrf7Request(let r)? = p.out[1].message else { return XCTFail("request") }
+        guard let r = p.out[1].message as? NRF7.Request else { return XCTFail("request") }
         XCTAssertEqual(r.config?.passphrase?.unsafeBytes, ascii("secret123"))
-        guard case .nrf7Result(let s)? = p.out[3].message else { return XCTFail("result") }
+        guard let s = p.out[3].message as? NRF7.Result else { return XCTFail("result") }
         XCTAssertEqual(s.state?.name, "CONNECTED")
         XCTAssertNil(p.out[4].message)
         XCTAssertEqual(p.out[4].problems.map(\.id), ["nrf7.malformed"])

@@ -53,15 +53,15 @@ final class ProfileDecoderTests: XCTestCase {
         p.att(.handleValueNotification(handle: 20, value: [0x05, 0x00, 0x3F]), sent: false)
         p.att(.writeRequest(handle: 18, value: [0x12, 0x00]), sent: true)
         XCTAssertEqual(p.out.map(\.kind), ["ota.credentials", "ota.status", "ota.status", "ota.control"])
-        guard case .otaCredentials(let c)? = p.out[0].message else { return XCTFail("credentials") }
+        guard let c = p.out[0].message as? SpeakerOTA.Credentials else { return XCTFail("credentials") }
         XCTAssertEqual(c.ssidText, "HomeNet")
         XCTAssertEqual(p.out[0].firstFrame, 1, "the long write started at the first Prepare Write")
         XCTAssertEqual(p.out[0].frame, 4)
-        guard case .otaStatus(let s)? = p.out[1].message else { return XCTFail("status") }
+        guard let s = p.out[1].message as? SpeakerOTA.Status else { return XCTFail("status") }
         XCTAssertEqual(s.progress, 63)
         XCTAssertNil(p.out[2].message)
         XCTAssertEqual(p.out[2].problems.map(\.id), ["status.short"])
-        guard case .otaControl(let cmd)? = p.out[3].message else { return XCTFail("control") }
+        guard let cmd = p.out[3].message as? SpeakerOTA.ControlCommand else { return XCTFail("control") }
         XCTAssertEqual(cmd.command, .reboot)
     }
 
@@ -75,7 +75,7 @@ final class ProfileDecoderTests: XCTestCase {
         p.att(.handleValueNotification(handle: 12, value: Array("Cafe,-5".utf8)), sent: false)
         p.disconnect()
         XCTAssertEqual(p.out.map(\.kind), ["scan.request", "scan.result", "scan.request", "scan.result"])
-        guard case .scanResult(let first)? = p.out[1].message, case .scanResult(let cut)? = p.out[3].message else {
+        guard let first = p.out[1].message as? SensorScan.Response, let cut = p.out[3].message as? SensorScan.Response else {
             return XCTFail("results")
         }
         XCTAssertTrue(first.complete)

@@ -293,25 +293,25 @@ public final class Auditor {
             }
         }
         switch e.message {
-        case .otaCredentials(let c)?:
+        case let c as SpeakerOTA.Credentials:
             credential(c.password, "Wi-Fi password")
-        case .otaURL(let u)?:
+        case let u as SpeakerOTA.FirmwareURL:
             t.urls.appendCapped((u, e.firstFrame, e.time))
             for part in u.secretParts {
                 let kind: SecretKind = part.part == .password ? .urlPassword : .urlToken
                 let secret = Secret(Array(u.bytes[part.range]), label: kind.title).located(e.origin?.slice(part.range))
                 sighting(kind, secret, record: record, connection: t, context: place, overTheAir: true)
             }
-        case .nrf7Request(let r)?:
+        case let r as NRF7.Request:
             if !t.encrypted {
                 t.nrf7Unencrypted.appendCapped((r.opCode?.description ?? "request", e.firstFrame, e.time))
             }
             if let p = r.config?.passphrase { credential(p, "Wi-Fi passphrase (SET_CONFIG)") }
-        case .espVersion(let v)?:
+        case let v as ESPProvisioning.Version:
             if let s = v.securityVersion { t.espSecurity = s }
             if v.noPoP { t.espNoPoP = true }
             noteESP(t, e)
-        case .espSession(let s)?:
+        case let s as ESPProvisioning.SessionMessage:
             switch s.payload {
             case .sec0Command, .sec0Response: t.espSecurity = 0
             case .sec1Command0, .sec1Response0, .sec1Command1, .sec1Response1: t.espSecurity = 1
@@ -319,7 +319,7 @@ public final class Auditor {
             default: break
             }
             noteESP(t, e)
-        case .espConfig(let m)?:
+        case let m as ESPProvisioning.ConfigMessage:
             if case .setConfig(let c) = m.payload {
                 if t.espSecurity == 1 || c.passphrase.location?.mask != nil {
                     // Encrypted by the session (security 1): the password did not cross the air in the clear.

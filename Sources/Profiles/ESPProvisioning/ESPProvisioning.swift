@@ -62,7 +62,7 @@ public enum ESPProvisioning {
     // MARK: proto-ver
 
     /// The `proto-ver` answer: JSON such as `{"prov":{"ver":"v1.1","sec_ver":1,"cap":["wifi_scan","no_pop"]}}`.
-    public struct Version: Sendable, Hashable {
+    public struct Version: ProfileMessage, Hashable {
         public var text: String
         public var version: String?
         public var securityVersion: Int?
@@ -81,7 +81,7 @@ public enum ESPProvisioning {
     // MARK: prov-session
 
     /// SessionData: the security scheme and its handshake message.
-    public struct SessionMessage: Sendable, Hashable {
+    public struct SessionMessage: ProfileMessage, Hashable {
         public enum Payload: Sendable, Hashable {
             case none
             case sec0Command
@@ -187,7 +187,7 @@ public enum ESPProvisioning {
     }
 
     /// WiFiConfigPayload.
-    public struct ConfigMessage: Sendable, Hashable {
+    public struct ConfigMessage: ProfileMessage, Hashable {
         public enum Payload: Sendable, Hashable {
             case none
             case getStatus
@@ -242,7 +242,7 @@ public enum ESPProvisioning {
     }
 
     /// WiFiScanPayload.
-    public struct ScanMessage: Sendable, Hashable {
+    public struct ScanMessage: ProfileMessage, Hashable {
         public enum Payload: Sendable, Hashable {
             case none
             case start(blocking: Bool, passive: Bool, groupChannels: UInt32, periodMs: UInt32)
@@ -282,7 +282,7 @@ public enum ESPProvisioning {
 
     /// A payload on an encrypted endpoint that could not be decrypted, or an endpoint whose
     /// messages GATTLab does not decode (prov-ctrl, custom endpoints).
-    public struct OpaquePayload: Sendable, Hashable {
+    public struct OpaquePayload: ProfileMessage, Hashable {
         public var endpoint: String
         /// 1 or 2 when encrypted by that security scheme; nil when not encrypted (or unknown).
         public var security: Int?

@@ -30,26 +30,26 @@ public struct ESPProvisioningProtocol: ConfigurableDeviceProtocol {
         let endpoint = v.endpoint.flatMap(ESPProvisioning.Endpoint.init(rawValue:)) ?? ESPProvisioning.Endpoint(uuid: v.characteristic)
         let name = v.endpoint ?? endpoint?.rawValue ?? "unnamed endpoint"
         let isRequest = v.operation == .write
-        func event(_ kind: String, _ message: ProfileMessage?, _ problems: [ProtocolProblem]) -> [ProfileEvent] {
+        func event(_ kind: String, _ message: (any ProfileMessage)?, _ problems: [ProtocolProblem]) -> [ProfileEvent] {
             [ProfileEvent(v, protocolName: Self.name, kind: kind, message: message, problems: problems)]
         }
         let security = self.security
         switch endpoint {
         case .version?:
             if isRequest {
-                return event("esp.version", .espOpaque(.init(endpoint: name, security: nil, encrypted: false, length: v.bytes.count,
-                                                              reason: "version request")), [])
+                return event("esp.version", ESPProvisioning.OpaquePayload(endpoint: name, security: nil, encrypted: false, length: v.bytes.count,
+                                                                          reason: "version request"), [])
             }
             let (version, problems) = ESPProvisioning.Version.decode(v.bytes)
             if let version {
                 if self.security == nil { self.security = version.securityVersion }
                 capabilities = version.capabilities
             }
-            return event("esp.version", version.map { .espVersion($0) }, problems)
+            return event("esp.version", version, problems)
         case .session?:
             var (message, problems) = ESPProvisioning.SessionMessage.decode(v.bytes)
             if let message { problems += session(message) }
-            return event("esp.session", message.map { .espSession($0) }, problems)
+            return event("esp.session", message, problems)
         case .config?:
             return payload(v, name: name, kind: "esp.config", event) { plain in
                 var (m, p) = ESPProvisioning.ConfigMessage.decode(plain)
@@ -65,18 +65,18 @@ public struct ESPProvisioningProtocol: ConfigurableDeviceProtocol {
                         m?.payload = .setConfig(c)
                     }
                 }
-                return (m.map { .espConfig($0) }, p)
+                return (m, p)
             }
         case .scan?:
             return payload(v, name: name, kind: "esp.scan", event) { plain in
                 let (m, p) = ESPProvisioning.ScanMessage.decode(plain)
-                return (m.map { .espScan($0) }, p)
+                return (m, p)
             }
         case .control?, nil:
             // prov-ctrl and custom endpoints: decrypted when possible, not decoded further.
             return payload(v, name: name, kind: endpoint == .control ? "esp.ctrl" : "esp.custom", event) { plain in
-                (.espOpaque(.init(endpoint: name, security: security, encrypted: false, length: plain.count,
-                                  reason: "messages of \(name) are not decoded")), [])
+                (ESPProvisioning.OpaquePayload(endpoint: name, security: security, encrypted: false, length: plain.count,
+                                               reason: "messages of \(name) are not decoded"), [])
             }
         }
     }
@@ -84,8 +84,8 @@ public struct ESPProvisioningProtocol: ConfigurableDeviceProtocol {
     /// A payload on an endpoint the session protects: in the clear (security 0), decrypted
     /// (security 1 with keys) or opaque.
     private mutating func payload(_ v: ProfileValue, name: String, kind: String,
-                                  _ event: (String, ProfileMessage?, [ProtocolProblem]) -> [ProfileEvent],
-                                  decode: ([UInt8]) -> (ProfileMessage?, [ProtocolProblem])) -> [ProfileEvent] {
+                                  _ event: (String, (any ProfileMessage)?, [ProtocolProblem]) -> [ProfileEvent],
+                                  decode: ([UInt8]) -> ((any ProfileMessage)?, [ProtocolProblem])) -> [ProfileEvent] {
         switch security {
         case 0?:
             let (m, p) = decode(v.bytes)
@@ -99,16 +99,16 @@ public struct ESPProvisioningProtocol: ConfigurableDeviceProtocol {
             }
             var reason = "encrypted, sec1: \(undecryptable)"
             if capabilities.contains("no_pop") { reason += " (device has no PoP: no_pop)" }
-            return event(kind, .espOpaque(.init(endpoint: name, security: 1, encrypted: true, length: v.bytes.count, reason: reason)), [])
+            return event(kind, ESPProvisioning.OpaquePayload(endpoint: name, security: 1, encrypted: true, length: v.bytes.count, reason: reason), [])
         case let s?:
-            return event(kind, .espOpaque(.init(endpoint: name, security: s, encrypted: true, length: v.bytes.count,
-                                                reason: s == 2 ? "encrypted, sec2 (SRP6a + AES-GCM: not decryptable from a capture)" : "security \(s)")), [])
+            return event(kind, ESPProvisioning.OpaquePayload(endpoint: name, security: s, encrypted: true, length: v.bytes.count,
+                                                             reason: s == 2 ? "encrypted, sec2 (SRP6a + AES-GCM: not decryptable from a capture)" : "security \(s)"), [])
         case nil:
             // No session seen (the capture began later): try the clear, else call it encrypted.
             let (m, p) = decode(v.bytes)
             if m != nil, !p.contains(where: { $0.id == "esp.malformed" }) { return event(kind, m, p) }
-            return event(kind, .espOpaque(.init(endpoint: name, security: nil, encrypted: true, length: v.bytes.count,
-                                                reason: "not protobuf in the clear and no session seen: probably encrypted")), [])
+            return event(kind, ESPProvisioning.OpaquePayload(endpoint: name, security: nil, encrypted: true, length: v.bytes.count,
+                                                             reason: "not protobuf in the clear and no session seen: probably encrypted"), [])
         }
     }
 

@@ -149,7 +149,7 @@ public enum NRF7 {
     }
 
     /// Info (read from ...801): the protocol version.
-    public struct Info: Sendable, Hashable {
+    public struct Info: ProfileMessage, Hashable {
         public var version: UInt32?
         public var unknownFields: [UInt8] = []
 
@@ -160,7 +160,7 @@ public enum NRF7 {
     }
 
     /// Request (written to the Control Point).
-    public struct Request: Sendable, Hashable {
+    public struct Request: ProfileMessage, Hashable {
         public var opCode: ProtoEnumValue?
         public var scanParams: ScanParams?
         public var config: WifiConfig?
@@ -175,7 +175,7 @@ public enum NRF7 {
     }
 
     /// Response (indicated on the Control Point).
-    public struct Response: Sendable, Hashable {
+    public struct Response: ProfileMessage, Hashable {
         public var requestOpCode: ProtoEnumValue?
         public var status: ProtoEnumValue?
         public var deviceStatus: DeviceStatus?
@@ -191,7 +191,7 @@ public enum NRF7 {
     }
 
     /// Result (notified on Data Out): a scan record or a connection state change.
-    public struct Result: Sendable, Hashable {
+    public struct Result: ProfileMessage, Hashable {
         public var scanRecord: ScanRecord?
         public var state: ProtoEnumValue?
         public var reason: ProtoEnumValue?

@@ -12,27 +12,27 @@ public struct NRF7Protocol: DeviceProtocol {
     public init() {}
 
     public mutating func decode(_ v: ProfileValue) -> [ProfileEvent] {
-        func event(_ kind: String, _ message: ProfileMessage?, _ problems: [ProtocolProblem]) -> [ProfileEvent] {
+        func event(_ kind: String, _ message: (any ProfileMessage)?, _ problems: [ProtocolProblem]) -> [ProfileEvent] {
             [ProfileEvent(v, protocolName: Self.name, kind: kind, message: message, problems: problems)]
         }
         switch (v.characteristic, v.operation) {
         case (NRF7.info, _):
             let (m, p) = NRF7.Info.decode(v.bytes)
-            return event("nrf7.info", m.map { .nrf7Info($0) }, p)
+            return event("nrf7.info", m, p)
         case (NRF7.controlPoint, .write):
             var (m, p) = NRF7.Request.decode(v.bytes)
             // Request.config (11) . WifiConfig.passphrase (2)
             if let passphrase = m?.config?.passphrase, let r = ProtoWire.bytesField([11, 2], in: v.bytes) {
                 m?.config?.passphrase = passphrase.located(v.origin(of: r))
             }
-            return event("nrf7.request", m.map { .nrf7Request($0) }, p)
+            return event("nrf7.request", m, p)
         case (NRF7.controlPoint, _):
             let (m, p) = NRF7.Response.decode(v.bytes)
-            return event("nrf7.response", m.map { .nrf7Response($0) }, p)
+            return event("nrf7.response", m, p)
         case (NRF7.dataOut, _):
             var (m, p) = NRF7.Result.decode(v.bytes)
             if v.operation == .write { p.append(.init("nrf7.write-to-data-out", "a write to Data Out, which only notifies")) }
-            return event("nrf7.result", m.map { .nrf7Result($0) }, p)
+            return event("nrf7.result", m, p)
         default:
             return []
         }

@@ -27,8 +27,16 @@ public enum SensorScan {
         public init(_ ssid: String, rssi: Int) { self.init(ssid: Array(ssid.utf8), rssi: rssi) }
     }
 
+    /// A write to the scan characteristic, as written: the sensor knows only `SCAN` (`request`);
+    /// anything else is kept so the decoders can show it.
+    public struct Request: ProfileMessage, Hashable {
+        public var bytes: [UInt8]
+
+        public init(bytes: [UInt8]) { self.bytes = bytes }
+    }
+
     /// A response: its networks, whether END arrived, and what was wrong with it.
-    public struct Response: Sendable, Hashable {
+    public struct Response: ProfileMessage, Hashable {
         public var networks: [Network]
         public var complete: Bool
         public var problems: [ProtocolProblem]

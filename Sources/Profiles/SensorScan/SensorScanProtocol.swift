@@ -21,7 +21,7 @@ public struct SensorScanProtocol: DeviceProtocol {
             if v.bytes != SensorScan.request {
                 problems.append(.init("scan.unknown-request", "write of \"\(ProtocolText.decode(v.bytes).text)\"; the sensor knows SCAN"))
             }
-            out.append(ProfileEvent(v, protocolName: Self.name, kind: "scan.request", message: .scanRequest(v.bytes), problems: problems))
+            out.append(ProfileEvent(v, protocolName: Self.name, kind: "scan.request", message: SensorScan.Request(bytes: v.bytes), problems: problems))
             joiner = SensorScan.Joiner()
             started = v
         case .notify, .indicate, .read:
@@ -46,7 +46,7 @@ public struct SensorScanProtocol: DeviceProtocol {
         guard let j = joiner else { return [] }
         var e = ProfileEvent(v, protocolName: Self.name, kind: "scan.result", message: nil, problems: [])
         let response = j.response(truncatedBecause: reason)
-        e.message = .scanResult(response)
+        e.message = response
         e.problems = response.problems
         e.firstFrame = started?.firstFrame ?? v.firstFrame
         joiner = nil

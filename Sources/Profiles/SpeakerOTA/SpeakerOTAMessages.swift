@@ -2,7 +2,7 @@ import Capture
 
 extension SpeakerOTA {
     /// OTA_CREDENTIALS: UTF-8 SSID, 0x00, UTF-8 password. The password is a `Secret`.
-    public struct Credentials: Sendable, Hashable {
+    public struct Credentials: ProfileMessage, Hashable {
         public var ssid: [UInt8]
         public var password: Secret
 
@@ -50,7 +50,7 @@ extension SpeakerOTA {
     }
 
     /// OTA_URL: the firmware's URL, UTF-8, at most 256 bytes.
-    public struct FirmwareURL: Sendable, Hashable {
+    public struct FirmwareURL: ProfileMessage, Hashable {
         public var bytes: [UInt8]
         public init(_ url: String) { bytes = Array(url.utf8) }
         public init(bytes: [UInt8]) { self.bytes = bytes }
@@ -79,7 +79,7 @@ extension SpeakerOTA {
     }
 
     /// OTA_CONTROL: [command, parameter].
-    public struct ControlCommand: Sendable, Hashable {
+    public struct ControlCommand: ProfileMessage, Hashable {
         public var rawCommand: UInt8
         public var parameter: UInt8
         public var command: Command? { Command(rawValue: rawCommand) }
@@ -113,7 +113,7 @@ extension SpeakerOTA {
     }
 
     /// OTA_STATUS: state, error, progress (0-100), downloaded KB u16 LE, total KB u16 LE, RSSI i8.
-    public struct Status: Sendable, Hashable {
+    public struct Status: ProfileMessage, Hashable {
         public var rawState: UInt8
         public var rawError: UInt8
         public var progress: UInt8

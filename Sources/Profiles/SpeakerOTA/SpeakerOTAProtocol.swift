@@ -13,7 +13,7 @@ public struct SpeakerOTAProtocol: DeviceProtocol {
     public init() {}
 
     public mutating func decode(_ v: ProfileValue) -> [ProfileEvent] {
-        func event(_ kind: String, _ message: ProfileMessage?, _ problems: [ProtocolProblem]) -> [ProfileEvent] {
+        func event(_ kind: String, _ message: (any ProfileMessage)?, _ problems: [ProtocolProblem]) -> [ProfileEvent] {
             [ProfileEvent(v, protocolName: Self.name, kind: kind, message: message, problems: problems)]
         }
         switch v.characteristic {
@@ -23,16 +23,16 @@ public struct SpeakerOTAProtocol: DeviceProtocol {
             if let password = c?.password {
                 c?.password = password.located(v.origin(of: (v.bytes.count - password.count)..<v.bytes.count))
             }
-            return event("ota.credentials", c.map { .otaCredentials($0) }, p)
+            return event("ota.credentials", c, p)
         case SpeakerOTA.url:
             let (u, p) = SpeakerOTA.FirmwareURL.decode(v.bytes)
-            return event("ota.url", u.map { .otaURL($0) }, p)
+            return event("ota.url", u, p)
         case SpeakerOTA.control:
             let (c, p) = SpeakerOTA.ControlCommand.decode(v.bytes)
-            return event("ota.control", c.map { .otaControl($0) }, p)
+            return event("ota.control", c, p)
         case SpeakerOTA.status:
             let (s, p) = SpeakerOTA.Status.decode(v.bytes)
-            return event("ota.status", s.map { .otaStatus($0) }, p)
+            return event("ota.status", s, p)
         default:
             return []
         }
