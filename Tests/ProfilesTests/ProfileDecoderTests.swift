@@ -85,6 +85,17 @@ final class ProfileDecoderTests: XCTestCase {
         XCTAssertTrue(cut.problems.contains { $0.id == "scan.truncated" && $0.message.contains("the link ended") })
     }
 
+    /// Messages are an open protocol: two existentials compare equal only when type and value agree.
+    func testMessagesCompareAcrossTypes() throws {
+        let p = try Pipeline(profile: "sensor")
+        p.att(.writeRequest(handle: 12, value: Array("SCAN".utf8)), sent: true)
+        p.att(.writeRequest(handle: 12, value: Array("SCAM".utf8)), sent: true)
+        let written = try XCTUnwrap(p.out.first?.message)
+        XCTAssertTrue(written.isEqual(SensorScan.Request(bytes: SensorScan.request)))
+        XCTAssertFalse(written.isEqual(try XCTUnwrap(p.out.last?.message)), "same type, other bytes")
+        XCTAssertFalse(written.isEqual(SensorScan.Response(networks: [], complete: true, problems: [], chunks: 0)), "other type")
+    }
+
     func testValuesOnOtherCharacteristicsAreLeftAlone() throws {
         let p = try Pipeline(profile: "speaker")
         p.att(.writeRequest(handle: 12, value: [1, 2, 3]), sent: true)  // DSP control: not OTA
