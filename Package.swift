@@ -25,7 +25,7 @@ let package = Package(
     platforms: [.macOS(.v13)],
     products: [
         .executable(name: "gattlab", targets: ["gattlab"]),
-        .library(name: "GATTLab", targets: ["AssignedNumbers", "Capture", "HCI", "ATT", "GATT", "Profiles", "Analysis", "Report", "Redact", "Transport", "Emulator", "Replay", "Fuzz"]),
+        .library(name: "GATTLab", targets: ["AssignedNumbers", "Capture", "HCI", "ATT", "GATT", "Profiles", "Analysis", "Report", "Redact", "Transport", "Emulator", "Replay", "Fuzz", "Protocols"]),
     ] + libFuzzerTargets.map { .executable(name: "fuzz-\($0.name)", targets: ["Fuzz\($0.folder)"]) },
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -82,12 +82,18 @@ let package = Package(
             swiftSettings: strict),
         // Renderers of timelines: text, JSON, HTML, Perfetto.
         .target(name: "Report", dependencies: ["Analysis", "Profiles", "HCI", "Capture"], swiftSettings: strict),
+        // The device protocols, one folder each, and Registry.swift: the one list that names them
+        // all. It sits above every engine, so a protocol's folder can plug into each of them.
+        .target(
+            name: "Protocols",
+            dependencies: ["Profiles", "Analysis", "Report", "Redact", "Emulator", "Replay", "Fuzz"],
+            swiftSettings: strict),
         // Command-line parsing and wiring only.
         .target(
             name: "GATTLabCLI",
             dependencies: [
                 "Capture", "HCI", "ATT", "GATT", "Profiles", "Transport", "Emulator", "Analysis", "Report", "Redact", "Replay", "Fuzz",
-                "CBuildInfo",
+                "Protocols", "CBuildInfo",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict),
@@ -105,15 +111,15 @@ let package = Package(
         .testTarget(name: "AssignedNumbersTests", dependencies: ["AssignedNumbers"]),
         .testTarget(name: "TransportTests", dependencies: ["Transport", "ATT", "CBlueZ"]),
         .testTarget(name: "GATTTests", dependencies: ["GATT", "ATT", "HCI", "Capture", "TestSupport"]),
-        .testTarget(name: "ProfilesTests", dependencies: ["Profiles", "GATT", "ATT", "HCI", "Capture", "TestSupport"]),
-        .testTarget(name: "EmulatorTests", dependencies: ["Emulator", "Transport", "Profiles", "GATT", "ATT", "HCI", "Capture", "TestSupport"]),
-        .testTarget(name: "AnalysisTests", dependencies: ["Analysis", "Report", "Emulator", "Profiles", "GATT", "ATT", "HCI", "Capture", "TestSupport"]),
-        .testTarget(name: "RedactTests", dependencies: ["Redact", "Analysis", "Emulator", "Profiles", "GATT", "ATT", "HCI", "Capture", "TestSupport"]),
-        .testTarget(name: "ReplayTests", dependencies: ["Replay", "Emulator", "Transport", "Profiles", "GATT", "ATT", "Capture", "TestSupport"]),
-        .testTarget(name: "FuzzTests", dependencies: ["Fuzz", "Emulator", "Profiles", "ATT", "Capture", "TestSupport"]),
-        .testTarget(name: "GATTLabCLITests", dependencies: ["GATTLabCLI", "GATT", "HCI", "Capture", "Emulator", "Fuzz", "TestSupport"], exclude: ["Fixtures"]),
+        .testTarget(name: "ProfilesTests", dependencies: ["Protocols", "Profiles", "GATT", "ATT", "HCI", "Capture", "TestSupport"]),
+        .testTarget(name: "EmulatorTests", dependencies: ["Protocols", "Emulator", "Transport", "Profiles", "GATT", "ATT", "HCI", "Capture", "TestSupport"]),
+        .testTarget(name: "AnalysisTests", dependencies: ["Protocols", "Analysis", "Report", "Emulator", "Profiles", "GATT", "ATT", "HCI", "Capture", "TestSupport"]),
+        .testTarget(name: "RedactTests", dependencies: ["Protocols", "Redact", "Analysis", "Emulator", "Profiles", "GATT", "ATT", "HCI", "Capture", "TestSupport"]),
+        .testTarget(name: "ReplayTests", dependencies: ["Protocols", "Replay", "Emulator", "Transport", "Profiles", "GATT", "ATT", "Capture", "TestSupport"]),
+        .testTarget(name: "FuzzTests", dependencies: ["Protocols", "Fuzz", "Emulator", "Profiles", "ATT", "Capture", "TestSupport"]),
+        .testTarget(name: "GATTLabCLITests", dependencies: ["Protocols", "GATTLabCLI", "GATT", "HCI", "Capture", "Emulator", "Fuzz", "TestSupport"], exclude: ["Fixtures"]),
     ] + libFuzzerTargets.map {
-        .executableTarget(name: "Fuzz\($0.folder)", dependencies: ["Fuzz"], path: "Sources/FuzzTargets/\($0.folder)", swiftSettings: strict)
+        .executableTarget(name: "Fuzz\($0.folder)", dependencies: ["Fuzz", "Protocols"], path: "Sources/FuzzTargets/\($0.folder)", swiftSettings: strict)
     },
     swiftLanguageModes: [.v6]
 )

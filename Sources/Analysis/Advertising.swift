@@ -32,8 +32,10 @@ public struct DeviceAdvertising: Sendable {
     public var eventTypes: [String] = []
     public var connectable = false
     public var addressType: String?
-    /// Device protocols recognised from the advertised services (`ProfileDecoder.protocols(advertising:)`).
+    /// Device protocols recognised from the advertised services (`ProtocolSet.protocols(advertising:)`).
     public var protocols: [String] = []
+    /// The advertised services that a registered protocol claims.
+    public var protocolServices: [BluetoothUUID] = []
     /// The signal just before each failed connection (at most `AdvertisingTracker.maxFailureWindows`).
     public var failureWindows: [FailureWindow] = []
 
@@ -92,6 +94,12 @@ struct AdvertisingTracker {
     }
 
     var tracks: [String: Track] = [:]
+    /// The protocols recognised by the services a device advertises.
+    let protocols: ProtocolSet
+
+    init(protocols: ProtocolSet) {
+        self.protocols = protocols
+    }
     var order: [String] = []
     var overview = AdvertisingOverview()
 
@@ -108,7 +116,7 @@ struct AdvertisingTracker {
             tracks[address] = Track(summary: DeviceAdvertising(firstSeen: t, lastSeen: t, firstFrame: f, lastFrame: f))
             order.append(address)
         }
-        tracks[address]?.update(r, time: t, frame: f)
+        tracks[address]?.update(r, time: t, frame: f, protocols: protocols)
     }
 
     /// Notes a failed connection of the device at `address` at `time`: the signal heard in the
@@ -130,14 +138,6 @@ struct AdvertisingTracker {
         tracks[address] = track
     }
 
-    /// The device protocols whose advertised services a report lists.
-    static func protocols(_ services: [BluetoothUUID]) -> [String] {
-        var out: [String] = []
-        for u in services {
-            for p in ProfileDecoder.protocols(advertising: u) where !out.contains(p) { out.append(p) }
-        }
-        return out
-    }
 
     func summaries() -> [(address: String, advertising: DeviceAdvertising)] {
         order.compactMap { a in tracks[a].map { (a, $0.finished()) } }
@@ -145,7 +145,15 @@ struct AdvertisingTracker {
 }
 
 extension AdvertisingTracker.Track {
-    mutating func update(_ r: AdvertisingReport, time t: Int64, frame f: Int) {
+    /// Notes the protocols that claim an advertised service.
+    private mutating func recognise(_ service: BluetoothUUID, _ protocols: ProtocolSet) {
+        let names = protocols.protocols(advertising: service)
+        guard !names.isEmpty else { return }
+        summary.protocolServices.append(service)
+        for p in names where !summary.protocols.contains(p) { summary.protocols.append(p) }
+    }
+
+    mutating func update(_ r: AdvertisingReport, time t: Int64, frame f: Int, protocols: ProtocolSet) {
         summary.reports += 1
         summary.lastSeen = max(summary.lastSeen, t)
         summary.lastFrame = f
@@ -162,12 +170,12 @@ extension AdvertisingTracker.Track {
             case .serviceUUIDs(let us, _):
                 for u in us where !summary.services.contains(u) && summary.services.count < AdvertisingTracker.maxServices {
                     summary.services.append(u)
-                    for p in AdvertisingTracker.protocols([u]) where !summary.protocols.contains(p) { summary.protocols.append(p) }
+                    recognise(u, protocols)
                 }
             case .serviceData(let u, _):
                 if !summary.services.contains(u), summary.services.count < AdvertisingTracker.maxServices {
                     summary.services.append(u)
-                    for p in AdvertisingTracker.protocols([u]) where !summary.protocols.contains(p) { summary.protocols.append(p) }
+                    recognise(u, protocols)
                 }
             case .manufacturerData(let c, _):
                 if !summary.companies.contains(c), summary.companies.count < AdvertisingTracker.maxCompanies { summary.companies.append(c) }

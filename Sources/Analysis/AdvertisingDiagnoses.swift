@@ -36,7 +36,7 @@ enum AdvertisingDiagnoses {
             let name = a.names.first.map { " \"\($0)\"" } ?? ""
             // 1. A provisioning device that advertised and was never connected to.
             if !a.protocols.isEmpty, d.connections.isEmpty {
-                let services = a.services.filter { !AdvertisingTracker.protocols([$0]).isEmpty }.map(\.description).joined(separator: ", ")
+                let services = a.protocolServices.map(\.description).joined(separator: ", ")
                 out.append(Finding(id: "adv.provisioning-not-connected", severity: .warning,
                                    title: "A \(a.protocols.joined(separator: ", ")) device advertised but was never connected to",
                                    device: d.id, time: a.firstSeen, frames: [a.firstFrame, a.lastFrame],

@@ -37,7 +37,7 @@ public final class TimelineBuilder {
     private var unattributedAttempts: [TimelineEvent] = []
     static let maxUnattributedAttempts = 1000
     /// Advertising per address (bounded) and connection attempts, for the advertising diagnoses.
-    var advertising = AdvertisingTracker()
+    var advertising: AdvertisingTracker
     var connectAttempts: [AdvertisingDiagnoses.Attempt] = []
     static let maxConnectAttempts = 1000
 
@@ -58,8 +58,10 @@ public final class TimelineBuilder {
     /// Events come in the order they are found: a gap is told when the silence ends.
     public var onEvent: ((TimelineEvent) -> Void)?
 
-    public init(source: String, format: String) {
+    /// `protocols`: the device protocols whose advertised services name a device's protocol.
+    public init(source: String, format: String, protocols: ProtocolSet) {
         timeline = Timeline(source: source, format: format, records: 0)
+        advertising = AdvertisingTracker(protocols: protocols)
     }
 
     // MARK: Input

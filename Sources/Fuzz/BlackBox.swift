@@ -19,8 +19,9 @@ public enum BlackBox {
     /// carries some hundred PDUs a second, and an input of 256 repeated Prepare Writes would
     /// take seconds of the campaign.
     public static func target(_ kind: String, label: String, timeout: Int64 = 5_000_000, maxPDUs: Int? = nil,
+                              protocols: ProtocolSet,
                               connect: @escaping @Sendable () -> any TimedATTBearer & LinkControl) throws(FuzzError) -> FuzzTarget {
-        let base = try FuzzTargets.named(kind)
+        let base = try FuzzTargets.named(kind, protocols: protocols)
         let state = State()
         return FuzzTarget(name: kind, summary: "\(base.summary), black-box over \(label)", maxLength: base.maxLength, seeds: base.seeds,
                           mutator: base.mutator, minimizeTries: 60, execute: { input, f in

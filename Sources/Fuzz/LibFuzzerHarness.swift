@@ -1,4 +1,5 @@
 import Foundation
+import Profiles
 
 /// What the libFuzzer executables (Sources/FuzzTargets/, products fuzz-<target>) share. In the
 /// fuzz build (`make fuzz`, compiled with GATTLAB_LIBFUZZER) libFuzzer calls `runOne` per input
@@ -12,10 +13,10 @@ public enum LibFuzzerHarness {
 
     /// The target named `name`, quirks from the environment. A bad name or quirk is a harness
     /// set-up error: it stops at once, before libFuzzer's loop could count it as a crash input.
-    public static func target(_ name: String) -> FuzzTarget {
+    public static func target(_ name: String, protocols: ProtocolSet) -> FuzzTarget {
         let quirks = (ProcessInfo.processInfo.environment[quirksVariable] ?? "")
             .split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-        do { return try FuzzTargets.named(name, quirks: quirks) } catch {
+        do { return try FuzzTargets.named(name, quirks: quirks, protocols: protocols) } catch {
             FileHandle.standardError.write(Data("fuzz-\(name): \(error.description)\n".utf8))
             exit(2)
         }

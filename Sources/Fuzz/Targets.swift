@@ -15,7 +15,7 @@ public enum FuzzTargets {
                                "device-speaker", "device-sensor"]
 
     /// A target by name; `quirks` plant bugs in the emulated devices (device-speaker, device-sensor).
-    public static func named(_ name: String, quirks: [String] = []) throws(FuzzError) -> FuzzTarget {
+    public static func named(_ name: String, quirks: [String] = [], protocols: ProtocolSet) throws(FuzzError) -> FuzzTarget {
         switch name {
         case "status": return status
         case "credentials": return credentials
@@ -25,8 +25,8 @@ public enum FuzzTargets {
         case "att": return att
         case "nrf7": return nrf7
         case "esp": return esp
-        case "capture": return capture(timeline: false)
-        case "timeline": return capture(timeline: true)
+        case "capture": return capture(timeline: false, protocols: protocols)
+        case "timeline": return capture(timeline: true, protocols: protocols)
         case "device-speaker": return try DeviceTargets.speaker(quirks: quirks)
         case "device-sensor": return try DeviceTargets.sensor(quirks: quirks)
         case "selftest-crash": return selftestCrash
@@ -222,7 +222,7 @@ public enum FuzzTargets {
 
     /// A btsnoop or PacketLogger file through the whole pipeline: reader, HCI, ATT, GATT, the
     /// device protocols (and the timeline builder).
-    static func capture(timeline: Bool) -> FuzzTarget {
+    static func capture(timeline: Bool, protocols: ProtocolSet) -> FuzzTarget {
         FuzzTarget(
             name: timeline ? "timeline" : "capture",
             summary: timeline ? "the timeline builder over a whole decoded capture" : "capture readers and the decoding pipeline to the device protocols",
@@ -235,8 +235,8 @@ public enum FuzzTargets {
                 return .ok
             }
             let gatt = GATTDecoder()
-            let profiles = ProfileDecoder()
-            let builder = timeline ? TimelineBuilder(source: "fuzz", format: reader.format.description) : nil
+            let profiles = ProfileDecoder(protocols: protocols)
+            let builder = timeline ? TimelineBuilder(source: "fuzz", format: reader.format.description, protocols: protocols) : nil
             var records = 0
             do throws(CaptureError) {
                 while let record = try reader.next(), records < 20_000 {

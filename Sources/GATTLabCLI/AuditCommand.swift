@@ -4,6 +4,7 @@ import Capture
 import Foundation
 import GATT
 import Profiles
+import Protocols
 import Report
 
 enum AuditFormatOption: String, ExpressibleByArgument, CaseIterable {
@@ -93,10 +94,10 @@ struct AuditCommand: ParsableCommand {
                           hint: "give capture files, or folders that hold btsnoop, PacketLogger, pcap or pcapng files")
         }
         _ = try options.makeDecoder()  // a bad --gatt-table is a usage error before any work
-        let configuration = options.profileConfiguration()
+        let keys = options.protocolKeys()
         let decodeOptions = options
         let results = ParallelCaptures.run(paths: paths, jobs: jobs ?? ProcessInfo.processInfo.activeProcessorCount) { path in
-            Self.audit(path, decoder: (try? decodeOptions.makeDecoder()) ?? GATTDecoder(), configuration: configuration)
+            Self.audit(path, decoder: (try? decodeOptions.makeDecoder()) ?? GATTDecoder(), keys: keys)
         }
         var status = ExitStatus.success
         for r in results { if let e = r.error { status = status.worst(report(e, decoded: r.report.records)) } }
@@ -128,7 +129,7 @@ struct AuditCommand: ParsableCommand {
         if status != .success { throw status.exitCode }
     }
 
-    static func audit(_ path: String, decoder: GATTDecoder, configuration: ProfileConfiguration) -> Result {
+    static func audit(_ path: String, decoder: GATTDecoder, keys: ProtocolKeys) -> Result {
         let reader: any CaptureReader
         do {
             reader = try openCapture(path)
@@ -136,7 +137,7 @@ struct AuditCommand: ParsableCommand {
             return Result(report: AuditReport(source: path, format: "unknown", records: 0), error: error)
         }
         decoder.tracksOrigins = true
-        let profiles = ProfileDecoder(configuration: configuration)
+        let profiles = ProfileDecoder(protocols: GATTLabProtocols.all, keys: keys)
         let auditor = Auditor(source: path, format: reader.format.description)
         do {
             while let record = try reader.next() {

@@ -3,6 +3,7 @@ import ArgumentParser
 import Capture
 import GATT
 import Profiles
+import Protocols
 import Report
 #if canImport(Glibc)
 import Glibc
@@ -247,11 +248,11 @@ final class LiveView {
 
     init(options: DecodeOptions, timeline: Bool) throws {
         decoder = try options.makeDecoder()
-        profiles = ProfileDecoder(configuration: options.profileConfiguration())
+        profiles = ProfileDecoder(protocols: GATTLabProtocols.all, keys: options.protocolKeys())
         let style = Style.forStdout(disabled: options.noColor)
         if timeline {
             renderer = nil
-            let builder = TimelineBuilder(source: "live", format: "live")
+            let builder = TimelineBuilder(source: "live", format: "live", protocols: GATTLabProtocols.all)
             self.builder = builder
             builder.onEvent = { [unowned self] e in self.line(e, style: style) }
         } else {

@@ -6,6 +6,7 @@ import Fuzz
 import GATT
 import HCI
 import Profiles
+import Protocols
 import Redact
 
 /// `gattlab corpus`: seeds the fuzz corpora (Corpus/<target>/) from captures and keeps them small.
@@ -98,7 +99,7 @@ struct CorpusCommand: ParsableCommand {
 
         func run() throws {
             let fuzzTarget: FuzzTarget
-            do { fuzzTarget = try FuzzTargets.named(target, quirks: quirk) } catch {
+            do { fuzzTarget = try FuzzTargets.named(target, quirks: quirk, protocols: GATTLabProtocols.all) } catch {
                 throw Failure(.usage, error.description, hint: "`gattlab fuzz list` names the targets and their quirks")
             }
             let dir = (corpus as NSString).appendingPathComponent(target)
@@ -130,7 +131,7 @@ enum CorpusImporter {
         defer { unlink(temp) }
         let outcome: RedactionOutcome
         do {
-            outcome = try Redactor.redact(input: path, output: temp, options: RedactionOptions()) { GATTDecoder() }
+            outcome = try Redactor.redact(input: path, output: temp, options: RedactionOptions(protocols: GATTLabProtocols.all)) { GATTDecoder() }
         } catch {
             throw ImportError(description: "cannot redact it (\(error.description)), so it is not imported")
         }

@@ -4,6 +4,7 @@ import Capture
 import GATT
 import HCI
 import Profiles
+import Protocols
 
 struct DecodeCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -85,7 +86,7 @@ struct DecodeCommand: ParsableCommand {
             decoder.link.linkLayerKeys = keys
             decoder.link.recoversPairingKeys = !linkKeys.noPairingKeys
             decoder.link.revealsPasskeys = options.revealSecrets
-            let profiles = ProfileDecoder(configuration: options.profileConfiguration())
+            let profiles = ProfileDecoder(protocols: GATTLabProtocols.all, keys: options.protocolKeys())
             var decoded = 0
             var progress = Progress(path: file)
             do {

@@ -1,5 +1,7 @@
 import ArgumentParser
 import Capture
+import Profiles
+import Protocols
 
 /// `--esp-pop` and `--esp-client-key` for `replay extract` and `replay run`: the names, help and
 /// parsing of decode's and timeline's options (`DecodeOptions`), here to decrypt a recorded
@@ -24,6 +26,7 @@ struct ESPKeyOptions: ParsableArguments {
         }
     }
 
-    var proofOfPossession: Secret? { espPoP.map { Secret(Array($0.utf8), label: "ESP proof of possession") } }
-    var clientPrivateKey: Secret? { espClientKey.flatMap(DecodeOptions.hexKey).map { Secret($0, label: "ESP client private key") } }
+    var keys: ProtocolKeys {
+        ProtocolKeys.parse(["esp-pop": espPoP, "esp-client-key": espClientKey], protocols: GATTLabProtocols.all)
+    }
 }

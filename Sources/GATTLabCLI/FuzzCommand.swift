@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Emulator
 import Fuzz
+import Protocols
 import Replay
 import Transport
 
@@ -55,7 +56,7 @@ struct FuzzCommand: ParsableCommand {
         func run() throws {
             if format == .json {
                 let rows = try FuzzTargets.names.map { name in
-                    let t = try FuzzTargets.named(name)
+                    let t = try FuzzTargets.named(name, protocols: GATTLabProtocols.all)
                     return "{\"name\":\"\(t.name)\",\"summary\":\(Self.quoted(t.summary)),\"maxLength\":\(t.maxLength)}"
                 }
                 let device = "{\"name\":\"\(Run.blackBoxName)\",\"summary\":\"any GATT device, black-box (--target)\",\"maxLength\":4096,\"blackBox\":true}"
@@ -64,7 +65,7 @@ struct FuzzCommand: ParsableCommand {
             }
             let width = FuzzTargets.names.map(\.count).max() ?? 0
             for name in FuzzTargets.names {
-                let t = try FuzzTargets.named(name)
+                let t = try FuzzTargets.named(name, protocols: GATTLabProtocols.all)
                 print(name.padding(toLength: width + 2, withPad: " ", startingAt: 0) + t.summary)
             }
             print(Run.blackBoxName.padding(toLength: width + 2, withPad: " ", startingAt: 0)
@@ -218,12 +219,12 @@ struct FuzzCommand: ParsableCommand {
                     let timeout = Int64(max(answerTimeout * 1000, speed * 1_000_000))
                     var cap = maxPDUs
                     if case .bluez = parsed, cap == nil { cap = 128 }
-                    fuzzTarget = try BlackBox.target(target, label: label, timeout: timeout, maxPDUs: cap) {
+                    fuzzTarget = try BlackBox.target(target, label: label, timeout: timeout, maxPDUs: cap, protocols: GATTLabProtocols.all) {
                         // The parse succeeded above; a link is made per input (one connection each).
                         ((try? parsed.link(security: "low", speed: speed).link) ?? UnixSocketLink(path: "/nonexistent"))
                     }
                 } else {
-                    fuzzTarget = try FuzzTargets.named(target, quirks: quirk)
+                    fuzzTarget = try FuzzTargets.named(target, quirks: quirk, protocols: GATTLabProtocols.all)
                 }
             } catch let error as FuzzError {
                 if reporter == nil, target == Self.blackBoxName, case .io(let why) = error {
@@ -390,7 +391,7 @@ struct FuzzCommand: ParsableCommand {
             }
             let quirks = quirk.isEmpty ? (note?.quirks ?? []) : quirk
             let fuzzTarget: FuzzTarget
-            do { fuzzTarget = try FuzzTargets.named(name, quirks: quirks) } catch {
+            do { fuzzTarget = try FuzzTargets.named(name, quirks: quirks, protocols: GATTLabProtocols.all) } catch {
                 throw Failure(.usage, error.description, hint: "`gattlab fuzz list` names the targets and their quirks")
             }
             let outcome = fuzzTarget.run(Array(data))

@@ -5,6 +5,7 @@ import Foundation
 import GATT
 import HCI
 import Profiles
+import Protocols
 
 enum OutputFormatOption: String, ExpressibleByArgument, CaseIterable {
     case text, json
@@ -92,9 +93,8 @@ struct DecodeOptions: ParsableArguments {
     }
 
     /// Keys for the protocol decoders, as secrets.
-    func profileConfiguration() -> ProfileConfiguration {
-        ProfileConfiguration(espProofOfPossession: espPoP.map { Secret(Array($0.utf8), label: "ESP proof of possession") },
-                             espClientPrivateKey: espClientKey.flatMap(Self.hexKey).map { Secret($0, label: "ESP client private key") })
+    func protocolKeys() -> ProtocolKeys {
+        ProtocolKeys.parse(["esp-pop": espPoP, "esp-client-key": espClientKey], protocols: GATTLabProtocols.all)
     }
 
     func makeDecoder() throws -> GATTDecoder {

@@ -3,6 +3,7 @@ import ArgumentParser
 import Capture
 import Foundation
 import GATT
+import Protocols
 import Redact
 import Report
 
@@ -82,11 +83,11 @@ struct RedactCommand: ParsableCommand {
             throw Failure(.cannotCreate, "the output exists; nothing written", file: output, hint: "add --force to replace it, or choose another output")
         }
         _ = try options.makeDecoder()
-        var redaction = RedactionOptions()
+        var redaction = RedactionOptions(protocols: GATTLabProtocols.all)
         redaction.anonymizeAddresses = anonymizeAddresses
         redaction.replaceNames = replaceNames
         redaction.anonymizationKey = anonymizeSeed.map(RedactionOptions.anonymizationKey(seed:))
-        redaction.configuration = options.profileConfiguration()
+        redaction.keys = options.protocolKeys()
         if !noTshark {
             redaction.tshark = Self.findTshark()
             if redaction.tshark == nil {

@@ -70,8 +70,7 @@ struct ReplayCommand: ParsableCommand {
         @OptionGroup var esp: ESPKeyOptions
 
         func run() throws {
-            let options = ExtractOptions(connection: connection, peer: peer, revealSecrets: revealSecrets,
-                                         espProofOfPossession: esp.proofOfPossession, espClientPrivateKey: esp.clientPrivateKey)
+            let options = ExtractOptions(connection: connection, peer: peer, revealSecrets: revealSecrets, keys: esp.keys)
             let script = try ReplayCommand.extract(capture, options)
             if let output {
                 try OutputFiles.write(script.json(), to: output, force: force, protecting: [capture])
@@ -351,8 +350,7 @@ struct ReplayCommand: ParsableCommand {
                 }
             }
             let device = try ReplayCommand.recordedDevice(input, ExtractOptions(connection: connection, peer: peer, revealSecrets: revealSecrets,
-                                                                               espProofOfPossession: esp.proofOfPossession,
-                                                                               espClientPrivateKey: esp.clientPrivateKey))
+                                                                               keys: esp.keys))
             return (device.script, device)
         }
     }

@@ -5,6 +5,7 @@ import Dispatch
 import Foundation
 import GATT
 import Profiles
+import Protocols
 import Report
 
 enum TimelineFormatOption: String, ExpressibleByArgument, CaseIterable {
@@ -107,9 +108,8 @@ struct TimelineCommand: ParsableCommand {
             return decoder
         }
         _ = try decoderFactory()  // a bad --gatt-table is a usage error before any work
-        let configuration = options.profileConfiguration()
         let results = TimelineAnalysis.run(paths: paths, jobs: jobs ?? ProcessInfo.processInfo.activeProcessorCount,
-                                           makeDecoder: decoderFactory, configuration: configuration)
+                                           makeDecoder: decoderFactory, keys: options.protocolKeys())
         var status = ExitStatus.success
         for r in results { if let e = r.error { status = status.worst(report(e, decoded: r.timeline.records)) } }
         let renderOptions = RenderOptions(reveal: options.revealSecrets, absoluteTime: absoluteTime, pretty: pretty)
@@ -183,7 +183,7 @@ struct TimelineCommand: ParsableCommand {
 
 /// `--device` and `--protocol`: which devices of a timeline to keep.
 struct DeviceFilter: CustomStringConvertible {
-    static let protocols = ProfileDecoder.registry.map { $0.name }
+    static let protocols = GATTLabProtocols.all.types.map { $0.name }
     var devices: [String]
     var protocols: [String]
 
@@ -215,24 +215,24 @@ enum TimelineAnalysis {
     }
 
     static func run(paths: [String], jobs: Int, makeDecoder: @escaping () throws -> GATTDecoder,
-                    configuration: ProfileConfiguration) -> [Result] {
+                    keys: ProtocolKeys) -> [Result] {
         // `makeDecoder` only reads the (already validated) options; calling it from several
         // threads at once is safe.
         nonisolated(unsafe) let make = makeDecoder
         return ParallelCaptures.run(paths: paths, jobs: jobs) { path in
-            analyse(path, decoder: (try? make()) ?? GATTDecoder(), configuration: configuration)
+            analyse(path, decoder: (try? make()) ?? GATTDecoder(), keys: keys)
         }
     }
 
-    static func analyse(_ path: String, decoder: GATTDecoder, configuration: ProfileConfiguration) -> Result {
-        let profiles = ProfileDecoder(configuration: configuration)
+    static func analyse(_ path: String, decoder: GATTDecoder, keys: ProtocolKeys) -> Result {
+        let profiles = ProfileDecoder(protocols: GATTLabProtocols.all, keys: keys)
         let reader: any CaptureReader
         do {
             reader = try openCapture(path)
         } catch {
-            return Result(timeline: TimelineBuilder(source: path, format: "unknown").finish(), error: error)
+            return Result(timeline: TimelineBuilder(source: path, format: "unknown", protocols: GATTLabProtocols.all).finish(), error: error)
         }
-        let builder = TimelineBuilder(source: path, format: reader.format.description)
+        let builder = TimelineBuilder(source: path, format: reader.format.description, protocols: GATTLabProtocols.all)
         do {
             while let record = try reader.next() {
                 decoder.consume(record)

@@ -3,57 +3,29 @@ import Capture
 import GATT
 import HCI
 
-/// What the user tells the protocol decoders: keys that let them read encrypted sessions.
-/// Every value is a `Secret`, so no output shows it.
-public struct ProfileConfiguration: Sendable {
-    /// ESP-IDF security 1: the proof of possession (`--esp-pop`).
-    public var espProofOfPossession: Secret?
-    /// ESP-IDF security 1: the phone's X25519 private key, 32 bytes (`--esp-client-key`).
-    public var espClientPrivateKey: Secret?
-
-    public init(espProofOfPossession: Secret? = nil, espClientPrivateKey: Secret? = nil) {
-        self.espProofOfPossession = espProofOfPossession
-        self.espClientPrivateKey = espClientPrivateKey
-    }
-}
-
-/// A device protocol that takes the configuration when it starts on a connection.
-public protocol ConfigurableDeviceProtocol: DeviceProtocol {
-    init(configuration: ProfileConfiguration)
-}
-
 /// The protocol stage of the pipeline: picks the values on registered characteristics out of
 /// the GATT events (joined long writes and reads included) and hands them to their protocol.
 public final class ProfileDecoder {
-    /// Every device protocol GATTLab decodes: one line each, like a dissector table.
-    public static let registry: [any DeviceProtocol.Type] = [
-        SpeakerOTAProtocol.self,
-        SensorScanProtocol.self,
-        NRF7Protocol.self,
-        ESPProvisioningProtocol.self,
-    ]
-
+    /// The protocols it decodes, in registration order (like a dissector table).
+    public let protocols: ProtocolSet
     private let owners: [BluetoothUUID: Int]
     private let namedOwners: [String: Int]
     private var states: [ConnectionKey: [Int: any DeviceProtocol]] = [:]
     public private(set) var events: [ProfileEvent] = []
-    public let configuration: ProfileConfiguration
+    /// The keys the user gave (`--esp-pop`...), handed to each protocol as it starts on a connection.
+    public let keys: ProtocolKeys
 
-    public init(configuration: ProfileConfiguration = .init()) {
-        self.configuration = configuration
+    public init(protocols: ProtocolSet, keys: ProtocolKeys = .init()) {
+        self.protocols = protocols
+        self.keys = keys
         var owners: [BluetoothUUID: Int] = [:]
         var named: [String: Int] = [:]
-        for (i, p) in Self.registry.enumerated() {
+        for (i, p) in protocols.types.enumerated() {
             for c in p.characteristics { owners[c] = i }
             for n in p.endpointNames { named[n] = i }
         }
         self.owners = owners
         namedOwners = named
-    }
-
-    /// The registered protocols a device advertising this service UUID speaks.
-    public static func protocols(advertising uuid: BluetoothUUID) -> [String] {
-        registry.filter { $0.advertisedServices.contains(uuid) }.map { $0.name }
     }
 
     /// Whether a characteristic belongs to a registered protocol.
@@ -111,13 +83,8 @@ public final class ProfileDecoder {
         }
     }
 
-    private static func start(_ type: any DeviceProtocol.Type, _ configuration: ProfileConfiguration) -> any DeviceProtocol {
-        if let configurable = type as? any ConfigurableDeviceProtocol.Type { return configurable.init(configuration: configuration) }
-        return type.init()
-    }
-
     private func dispatch(_ index: Int, _ v: ProfileValue) {
-        var state = states[v.connection]?[index] ?? Self.start(Self.registry[index], configuration)
+        var state = states[v.connection]?[index] ?? protocols.types[index].init(keys: keys)
         events += state.decode(v)
         states[v.connection, default: [:]][index] = state
     }

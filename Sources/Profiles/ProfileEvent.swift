@@ -94,7 +94,8 @@ public struct ProfileEvent: Sendable {
 }
 
 /// One device protocol: the characteristics it owns and its per-connection decoding state.
-/// Adding a protocol is a type conforming to this and one line in `ProfileDecoder.registry`.
+/// Adding a protocol is a type conforming to this and one line in `GATTLabProtocols.all`
+/// (Sources/Protocols/Registry.swift).
 public protocol DeviceProtocol: Sendable {
     static var name: String { get }
     static var characteristics: Set<BluetoothUUID> { get }
@@ -103,7 +104,11 @@ public protocol DeviceProtocol: Sendable {
     /// Service UUIDs a device running this protocol advertises, to recognise it before any
     /// connection (none by default).
     static var advertisedServices: Set<BluetoothUUID> { get }
+    /// Keys the user may give to read encrypted sessions (`--esp-pop`); none by default.
+    static var keys: [ProtocolKeyOption] { get }
     init()
+    /// Starts on a connection with the keys the user gave; protocols without keys ignore them.
+    init(keys: ProtocolKeys)
     /// Decodes a value written to, notified or read from one of its characteristics.
     mutating func decode(_ value: ProfileValue) -> [ProfileEvent]
     /// The connection ended: report anything left unfinished.
@@ -113,4 +118,6 @@ public protocol DeviceProtocol: Sendable {
 extension DeviceProtocol {
     public static var endpointNames: Set<String> { [] }
     public static var advertisedServices: Set<BluetoothUUID> { [] }
+    public static var keys: [ProtocolKeyOption] { [] }
+    public init(keys: ProtocolKeys) { self.init() }
 }

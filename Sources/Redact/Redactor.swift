@@ -14,12 +14,16 @@ public struct RedactionOptions: Sendable {
     public var replaceNames = false
     /// Key of the address mapping; nil draws a random one, so two runs do not link devices.
     public var anonymizationKey: [UInt8]?
-    /// Keys for decrypting ESP-IDF security 1 sessions, so their passwords are found too.
-    public var configuration = ProfileConfiguration()
+    /// The device protocols whose secrets are found and overwritten.
+    public var protocols: ProtocolSet
+    /// Keys for encrypted protocol sessions (`--esp-pop`...), so their passwords are found too.
+    public var keys = ProtocolKeys()
     /// tshark, for the check that Wireshark reads the output as it read the input; nil skips it.
     public var tshark: String?
 
-    public init() {}
+    public init(protocols: ProtocolSet) {
+        self.protocols = protocols
+    }
 
     /// A mapping key from a seed the user chose: the same seed maps addresses the same way.
     public static func anonymizationKey(seed: String) -> [UInt8] {
@@ -170,7 +174,7 @@ public enum Redactor {
         // Only bytes the file holds can be overwritten: what a sniffed legacy pairing's keys
         // would decrypt is ciphertext in the file, left as it is (as without --ltk).
         decoder.link.recoversPairingKeys = false
-        let profiles = ProfileDecoder(configuration: options.configuration)
+        let profiles = ProfileDecoder(protocols: options.protocols, keys: options.keys)
         let auditor = Auditor(source: path, format: reader.format.description)
         var anonymizer = anonymize ? Anonymizer(key: options.anonymizationKey ?? randomKey(), replaceNames: options.replaceNames) : nil
         var digest = Digest()

@@ -102,9 +102,9 @@ public enum ESPSessionReplay {
         }
         guard !onESP.isEmpty else { return }
         let reveal = options.revealSecrets
-        let clientKey = options.espClientPrivateKey?.unsafeBytes
+        let clientKey = options.keys["esp-client-key"]?.unsafeBytes
         let clientPublic = clientKey.flatMap { ESPSecurity1.publicKey(privateKey: $0) }
-        let givenPoP = options.espProofOfPossession?.unsafeBytes
+        let givenPoP = options.keys["esp-pop"]?.unsafeBytes
 
         var security: Int?
         var noPoP = false

@@ -13,18 +13,14 @@ public struct ExtractOptions: Sendable {
     public var peer: String?
     /// Keep secrets as recorded instead of overwriting them with '*'.
     public var revealSecrets = false
-    /// ESP-IDF security 1: the proof of possession the phone used, to decrypt the session.
-    public var espProofOfPossession: Secret?
-    /// ESP-IDF security 1: the phone's X25519 private key (32 bytes), to decrypt the session.
-    public var espClientPrivateKey: Secret?
+    /// Keys that decrypt the session (`--esp-pop`, `--esp-client-key`: ESP-IDF security 1).
+    public var keys: ProtocolKeys
 
-    public init(connection: String? = nil, peer: String? = nil, revealSecrets: Bool = false,
-                espProofOfPossession: Secret? = nil, espClientPrivateKey: Secret? = nil) {
+    public init(connection: String? = nil, peer: String? = nil, revealSecrets: Bool = false, keys: ProtocolKeys = .init()) {
         self.connection = connection
         self.peer = peer
         self.revealSecrets = revealSecrets
-        self.espProofOfPossession = espProofOfPossession
-        self.espClientPrivateKey = espClientPrivateKey
+        self.keys = keys
     }
 }
 

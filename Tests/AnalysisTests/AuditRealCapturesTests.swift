@@ -2,6 +2,7 @@ import Capture
 import Foundation
 import HCI
 import Profiles
+import Protocols
 import TestSupport
 import XCTest
 @testable import Analysis
@@ -81,7 +82,7 @@ final class AuditRealCapturesTests: XCTestCase {
         for path in try Files.realCaptures() {
             let name = URL(fileURLWithPath: path).lastPathComponent
             let shark = try Self.tsharkView(path)
-            let report = try AuditTests.audit(path, configuration: ProfileConfiguration())
+            let report = try AuditTests.audit(path, configuration: ProtocolKeys())
             let ours = Set(report.findings.map(\.id).filter { $0.hasPrefix("pairing.") })
             XCTAssertEqual(ours, shark.pairingFindings, "\(name): pairing findings")
             let completed = report.links.flatMap(\.pairings).filter { $0.failed == nil && $0.ioCapabilities != nil }.count

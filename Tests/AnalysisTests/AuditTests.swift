@@ -4,6 +4,7 @@ import Foundation
 import GATT
 import HCI
 import Profiles
+import Protocols
 import TestSupport
 import XCTest
 @testable import Analysis
@@ -13,16 +14,14 @@ import XCTest
 /// exact findings and secret inventory of every recording in Captures/ are fixed here, so a rule
 /// that starts firing where it should not, or stops firing, fails this test.
 final class AuditTests: XCTestCase {
-    static let espKeys = ProfileConfiguration(
-        espProofOfPossession: Secret(Array("abcd1234".utf8), label: "PoP"),
-        espClientPrivateKey: Secret(Scenario.espClientPrivateKey, label: "client key"))
+    static let espKeys = ProtocolKeys(["esp-pop": Secret(Array("abcd1234".utf8), label: "PoP"), "esp-client-key": Secret(Scenario.espClientPrivateKey, label: "client key")])
 
-    static func audit(_ path: String, configuration: ProfileConfiguration = espKeys, table: AttributeTable? = nil) throws -> AuditReport {
+    static func audit(_ path: String, configuration: ProtocolKeys = espKeys, table: AttributeTable? = nil) throws -> AuditReport {
         let reader = try openCapture(path)
         let decoder = GATTDecoder()
         decoder.tracksOrigins = true
         decoder.defaultTable = table
-        let profiles = ProfileDecoder(configuration: configuration)
+        let profiles = ProfileDecoder(protocols: GATTLabProtocols.all, keys: configuration)
         let auditor = Auditor(source: path, format: reader.format.description)
         while let record = try reader.next() {
             decoder.consume(record)

@@ -2,6 +2,7 @@ import ATT
 import Capture
 import HCI
 import Profiles
+import Protocols
 import XCTest
 @testable import Analysis
 
@@ -92,7 +93,7 @@ final class ProvisioningTests: XCTestCase {
         }
 
         func timeline() -> Timeline {
-            let builder = TimelineBuilder(source: "synthetic", format: "btsnoop")
+            let builder = TimelineBuilder(source: "synthetic", format: "btsnoop", protocols: GATTLabProtocols.all)
             for s in steps {
                 withUnsafeBytes(of: UInt8(0)) { raw in
                     let record = CaptureRecord(number: s.frame, fileOffset: 0, timestamp: s.time, direction: .received, kind: .acl,

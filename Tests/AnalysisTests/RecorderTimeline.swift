@@ -2,6 +2,7 @@ import GATT
 import Profiles
 @testable import Analysis
 @testable import Emulator
+import Protocols
 
 extension HCIRecorder {
     /// The timeline of the phone log written so far, through the same pipeline as
@@ -13,8 +14,8 @@ extension HCIRecorder {
             decoder.defaultTable = BuiltInProfiles.table(named: builtInTable)?.table
             decoder.defaultTableSource = .builtIn(builtInTable)
         }
-        let profiles = ProfileDecoder()
-        let builder = TimelineBuilder(source: "synthetic", format: "btsnoop")
+        let profiles = ProfileDecoder(protocols: GATTLabProtocols.all)
+        let builder = TimelineBuilder(source: "synthetic", format: "btsnoop", protocols: GATTLabProtocols.all)
         recording.forEachRecord { record in
             decoder.consume(record)
             profiles.consume(decoder, record: record)

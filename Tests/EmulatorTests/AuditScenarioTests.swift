@@ -3,12 +3,13 @@ import Capture
 import GATT
 import HCI
 import Profiles
+import Protocols
 import XCTest
 @testable import Emulator
 
 /// The scenarios made for the credential audit, and the canary recording for leak tests.
 final class AuditScenarioTests: XCTestCase {
-    func decoded(_ name: String, mtu: UInt16 = 247, configuration: ProfileConfiguration = .init()) async throws
+    func decoded(_ name: String, mtu: UInt16 = 247, configuration: ProtocolKeys = .init()) async throws
         -> (ScenarioTests.Decoded, [PairingTests.Step]) {
         let scenario = try XCTUnwrap(Scenario.named(name), name)
         let r = try await scenario.run(seed: 1, mtu: mtu)
@@ -79,7 +80,7 @@ final class AuditScenarioTests: XCTestCase {
     }
 
     func testESPSecurity1WithoutPoP() async throws {
-        let keys = ProfileConfiguration(espClientPrivateKey: Secret(Scenario.espClientPrivateKey, label: "key"))
+        let keys = ProtocolKeys(["esp-client-key": Secret(Scenario.espClientPrivateKey, label: "key")])
         let (d, _) = try await decoded("esp-sec1-no-pop", configuration: keys)
         XCTAssertTrue(d.events.contains { $0.problems.contains { $0.id == "esp.no-pop" } }, "proto-ver says no_pop")
         XCTAssertTrue(d.summary.contains("esp.config:CmdSetConfig"), "\(d.summary)")

@@ -1,5 +1,6 @@
 import Capture
 import Profiles
+import Protocols
 import XCTest
 @testable import Emulator
 
@@ -35,8 +36,7 @@ final class CanaryCaptureTests: XCTestCase {
         XCTAssertFalse(Self.contains(esp, Array(pop.utf8)), "a PoP never crosses the link")
 
         // It decodes: the speaker's credentials, and the ESP session decrypted with PoP and key.
-        let keys = ProfileConfiguration(espProofOfPossession: Secret(Array(pop.utf8), label: "PoP"),
-                                        espClientPrivateKey: Secret(clientKey, label: "key"))
+        let keys = ProtocolKeys(["esp-pop": Secret(Array(pop.utf8), label: "PoP"), "esp-client-key": Secret(clientKey, label: "key")])
         let d = ScenarioTests.decode(recording, configuration: keys)
         XCTAssertEqual(d.malformed, [])
         XCTAssertEqual(d.link, ["connected", "encrypted:true", "disconnected:Connection Terminated by Local Host",

@@ -3,21 +3,21 @@ import Capture
 import Foundation
 import GATT
 import Profiles
+import Protocols
 import XCTest
 @testable import Emulator
 
 /// The nRF7 and ESP-IDF device models and their scenarios, decoded through GATTLab's pipeline;
 /// the speaker and sensor scenarios added with them.
 final class ProvisioningScenarioTests: XCTestCase {
-    func summary(_ name: String, mtu: UInt16 = 247, configuration: ProfileConfiguration = .init()) async throws -> ScenarioTests.Decoded {
+    func summary(_ name: String, mtu: UInt16 = 247, configuration: ProtocolKeys = .init()) async throws -> ScenarioTests.Decoded {
         let scenario = try XCTUnwrap(Scenario.named(name), name)
         let d = ScenarioTests.decode(try await scenario.run(seed: 1, mtu: mtu).recording, configuration: configuration)
         XCTAssertEqual(d.malformed, [], name)
         return d
     }
 
-    static let espKeys = ProfileConfiguration(espProofOfPossession: Secret(Array("abcd1234".utf8), label: "PoP"),
-                                              espClientPrivateKey: Secret(Scenario.espClientPrivateKey, label: "key"))
+    static let espKeys = ProtocolKeys(["esp-pop": Secret(Array("abcd1234".utf8), label: "PoP"), "esp-client-key": Secret(Scenario.espClientPrivateKey, label: "key")])
 
     // MARK: nRF7
 

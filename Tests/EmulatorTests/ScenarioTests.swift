@@ -4,6 +4,7 @@ import Foundation
 import GATT
 import HCI
 import Profiles
+import Protocols
 import XCTest
 @testable import Emulator
 
@@ -21,9 +22,9 @@ final class ScenarioTests: XCTestCase {
     /// Decodes a recording and summarises its protocol events: `status:STATE[:ERROR]`,
     /// `credentials`, `url`, `control:CMD`, `scan.request`, `scan.result[:truncated]:N`; runs of
     /// DOWNLOADING statuses collapse to one.
-    static func decode(_ recording: Recording, configuration: ProfileConfiguration = .init()) -> Decoded {
+    static func decode(_ recording: Recording, configuration: ProtocolKeys = .init()) -> Decoded {
         let gatt = GATTDecoder()
-        let profiles = ProfileDecoder(configuration: configuration)
+        let profiles = ProfileDecoder(protocols: GATTLabProtocols.all, keys: configuration)
         var d = Decoded()
         recording.forEachRecord { record in
             gatt.consume(record)

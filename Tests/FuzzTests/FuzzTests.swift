@@ -1,6 +1,7 @@
 import Emulator
 import Foundation
 import Profiles
+import Protocols
 import TestSupport
 import XCTest
 @testable import Fuzz
@@ -21,7 +22,7 @@ final class FuzzTests: XCTestCase {
         options.findings = dir.appendingPathComponent("findings").path
         options.corpus = corpus ? dir.appendingPathComponent("corpus-\(name)").path : nil
         options.progressEvery = 0
-        return try Campaign(target: FuzzTargets.named(name, quirks: quirks), options: options, quirks: quirks).run()
+        return try Campaign(target: FuzzTargets.named(name, quirks: quirks, protocols: GATTLabProtocols.all), options: options, quirks: quirks).run()
     }
 
     /// Budgets: executions from seed 1 (each found in under a thousand here; the budget leaves room).
@@ -40,8 +41,8 @@ final class FuzzTests: XCTestCase {
             // The reproducer replays the finding on its own, and the note names the quirk.
             let bytes = try XCTUnwrap(FileManager.default.contents(atPath: finding.file))
             XCTAssertEqual(bytes.count, finding.inputLength)
-            XCTAssertTrue(try FuzzTargets.named(p.target, quirks: [p.quirk]).run(Array(bytes)).isFinding)
-            XCTAssertFalse(try FuzzTargets.named(p.target).run(Array(bytes)).isFinding, "without the quirk the input is harmless")
+            XCTAssertTrue(try FuzzTargets.named(p.target, quirks: [p.quirk], protocols: GATTLabProtocols.all).run(Array(bytes)).isFinding)
+            XCTAssertFalse(try FuzzTargets.named(p.target, protocols: GATTLabProtocols.all).run(Array(bytes)).isFinding, "without the quirk the input is harmless")
             let note = try String(contentsOfFile: finding.file + ".txt", encoding: .utf8)
             XCTAssertTrue(note.contains("quirks: \(p.quirk)"), note)
         }
@@ -91,7 +92,7 @@ final class FuzzTests: XCTestCase {
         let served = Task { await emulator.serve(stop: stop) }
         let findings = dir.appendingPathComponent("bb").path
         let summary = try await Task.detached {
-            let target = try BlackBox.target("device-speaker", label: "unix:\(path)", timeout: 200_000_000) { UnixSocketLink(path: path, speed: 100) }
+            let target = try BlackBox.target("device-speaker", label: "unix:\(path)", timeout: 200_000_000, protocols: GATTLabProtocols.all) { UnixSocketLink(path: path, speed: 100) }
             var options = CampaignOptions()
             options.runs = 3000
             options.findings = findings
@@ -125,8 +126,8 @@ final class FuzzTests: XCTestCase {
         // Read Request of handle 0x0001, 100 times; then an Exchange MTU Request once.
         let input: [UInt8] = [99, 3, 0x0A, 0x01, 0x00, 0, 3, 0x02, 0x17, 0x00]
         let outcomes = try await Task.detached {
-            let capped = try BlackBox.target("device-speaker", label: "unix:\(path)", timeout: 200_000_000, maxPDUs: 7) { UnixSocketLink(path: path, speed: 100) }
-            let whole = try BlackBox.target("device-speaker", label: "unix:\(path)", timeout: 200_000_000) { UnixSocketLink(path: path, speed: 100) }
+            let capped = try BlackBox.target("device-speaker", label: "unix:\(path)", timeout: 200_000_000, maxPDUs: 7, protocols: GATTLabProtocols.all) { UnixSocketLink(path: path, speed: 100) }
+            let whole = try BlackBox.target("device-speaker", label: "unix:\(path)", timeout: 200_000_000, protocols: GATTLabProtocols.all) { UnixSocketLink(path: path, speed: 100) }
             return [capped.run(input), whole.run(input)]
         }.value
         stop.stop()
@@ -143,7 +144,7 @@ final class FuzzTests: XCTestCase {
         for name in FuzzTargets.names {
             let folder = root.appendingPathComponent(name).path
             guard FileManager.default.fileExists(atPath: folder) else { continue }
-            let target = try FuzzTargets.named(name)
+            let target = try FuzzTargets.named(name, protocols: GATTLabProtocols.all)
             for input in Storage.inputs(in: folder, maxLength: target.maxLength) {
                 XCTAssertEqual(target.run(input), .ok, "\(name): a Corpus input gives a finding")
                 checked += 1

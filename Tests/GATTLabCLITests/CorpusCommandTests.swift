@@ -1,5 +1,6 @@
 import Foundation
 import Fuzz
+import Protocols
 import XCTest
 
 /// `gattlab corpus`: import sorts a capture's values into the targets' folders with no secret
@@ -56,7 +57,7 @@ final class CorpusCommandTests: XCTestCase {
         let r = try Harness.gattlab(["corpus", "import", Self.speaker.path, "--corpus", root.path], timeout: 120)
         XCTAssertEqual(r.status, 0, r.stderr)
         for name in ["status", "att", "credentials"] {
-            let target = try FuzzTargets.named(name)
+            let target = try FuzzTargets.named(name, protocols: GATTLabProtocols.all)
             let dir = root.appendingPathComponent(name)
             // More inputs than the import gave: the target's own seeds, so there is something to drop.
             for seed in target.seeds() where !seed.isEmpty { try Storage.writeInput(seed, to: dir.path) }

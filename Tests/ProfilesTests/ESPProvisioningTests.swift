@@ -1,3 +1,4 @@
+import Protocols
 import _CryptoExtras
 import ATT
 import Capture
@@ -19,11 +20,11 @@ final class ESPProvisioningTests: XCTestCase {
         var frame = 0
         var out: [ProfileEvent] = []
 
-        init(profile: String, configuration: ProfileConfiguration = .init()) throws {
+        init(profile: String, configuration: ProtocolKeys = .init()) throws {
             let loaded = try XCTUnwrap(BuiltInProfiles.table(named: profile))
             gatt.defaultTable = loaded.table
             gatt.defaultTableSource = .builtIn(profile)
-            profiles = ProfileDecoder(configuration: configuration)
+            profiles = ProfileDecoder(protocols: GATTLabProtocols.all, keys: configuration)
         }
 
         func att(_ pdu: ATTPDU, sent: Bool) {
@@ -301,8 +302,7 @@ final class ESPProvisioningTests: XCTestCase {
     func testSecurity1DecryptsWithPoPAndClientKey() throws {
         var rng = SplitMix(seed: 0xE5B1)
         let (exchanges, clientKey) = try security1Session(pop: "abcd1234", rng: &rng)
-        let config = ProfileConfiguration(espProofOfPossession: Secret(ascii("abcd1234"), label: "PoP"),
-                                          espClientPrivateKey: Secret(clientKey, label: "key"))
+        let config = ProtocolKeys(["esp-pop": Secret(ascii("abcd1234"), label: "PoP"), "esp-client-key": Secret(clientKey, label: "key")])
         let p = try ConfiguredPipeline(profile: "esp", configuration: config)
         run(p, exchanges.map { ($0.0, $0.1, $0.2) })
         XCTAssertEqual(p.out.map(\.kind), ["esp.version", "esp.version"] + Array(repeating: "esp.session", count: 4)
@@ -333,8 +333,7 @@ final class ESPProvisioningTests: XCTestCase {
             XCTAssertTrue(o.reason.hasPrefix("encrypted, sec1"), o.reason)
         }
         // The wrong PoP: the verifier does not match, and payloads stay encrypted.
-        let wrong = try ConfiguredPipeline(profile: "esp", configuration: ProfileConfiguration(
-            espProofOfPossession: Secret(ascii("wrong"), label: "PoP"), espClientPrivateKey: Secret(clientKey, label: "key")))
+        let wrong = try ConfiguredPipeline(profile: "esp", configuration: ProtocolKeys(["esp-pop": Secret(ascii("wrong"), label: "PoP"), "esp-client-key": Secret(clientKey, label: "key")]))
         run(wrong, exchanges.map { ($0.0, $0.1, $0.2) })
         XCTAssertEqual(wrong.out.flatMap(\.problems).map(\.id), ["esp.sec1-verify-failed"])
         XCTAssertEqual(wrong.out.filter { $0.message is ESPProvisioning.OpaquePayload }.count, 5, "version request and 4 config")
@@ -366,8 +365,7 @@ final class ESPProvisioningTests: XCTestCase {
         var rngSession = SplitMix(seed: 7)
         let (exchanges, clientKey) = try security1Session(pop: "pop", rng: &rngSession)
         let seeds = exchanges.flatMap { [$0.1, $0.2] } + [Self.setConfig, hexBytes("52 06 08 01 18 04 20 78")]
-        let p = try ConfiguredPipeline(profile: "esp", configuration: ProfileConfiguration(
-            espProofOfPossession: Secret(ascii("pop"), label: "PoP"), espClientPrivateKey: Secret(clientKey, label: "key")))
+        let p = try ConfiguredPipeline(profile: "esp", configuration: ProtocolKeys(["esp-pop": Secret(ascii("pop"), label: "PoP"), "esp-client-key": Secret(clientKey, label: "key")]))
         p.att(.exchangeMTURequest(clientRxMTU: 517), sent: true)
         p.att(.exchangeMTUResponse(serverRxMTU: 517), sent: false)
         for i in 0..<3000 {

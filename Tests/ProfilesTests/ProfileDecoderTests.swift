@@ -2,6 +2,7 @@ import ATT
 import Capture
 import GATT
 import HCI
+import Protocols
 import XCTest
 @testable import Profiles
 
@@ -10,7 +11,7 @@ import XCTest
 final class ProfileDecoderTests: XCTestCase {
     final class Pipeline {
         let gatt = GATTDecoder()
-        let profiles = ProfileDecoder()
+        let profiles = ProfileDecoder(protocols: GATTLabProtocols.all)
         var frame = 0
         var out: [ProfileEvent] = []
 

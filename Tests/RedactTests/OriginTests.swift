@@ -3,6 +3,7 @@ import Capture
 import GATT
 import HCI
 import Profiles
+import Protocols
 import Redact
 import TestSupport
 import XCTest
@@ -24,9 +25,7 @@ final class OriginTests: XCTestCase {
     }
 
     func testSecretsAndValuesPointAtTheirBytes() throws {
-        let keys = ProfileConfiguration(
-            espProofOfPossession: Secret(Array("abcd1234".utf8), label: "PoP"),
-            espClientPrivateKey: Secret(hexBytes("e85ef1d7abd8e3b078cbfa1e2f08681421ce54995e227725d010d973846dc60f"), label: "key"))
+        let keys = ProtocolKeys(["esp-pop": Secret(Array("abcd1234".utf8), label: "PoP"), "esp-client-key": Secret(hexBytes("e85ef1d7abd8e3b078cbfa1e2f08681421ce54995e227725d010d973846dc60f"), label: "key")])
         var secretsChecked = 0, valuesChecked = 0
         for path in try Files.projectCaptures() + Files.realCaptures() {
             let records = try Files.recordData(path)
@@ -36,7 +35,7 @@ final class OriginTests: XCTestCase {
             // As the redactor reads (it rewrites the file's bytes): what keys recovered from a
             // sniffed legacy pairing decrypt is ciphertext in the file, with no bytes of its own.
             decoder.link.recoversPairingKeys = false
-            let profiles = ProfileDecoder(configuration: keys)
+            let profiles = ProfileDecoder(protocols: GATTLabProtocols.all, keys: keys)
             let auditor = Auditor(source: path, format: "")
             let name = URL(fileURLWithPath: path).lastPathComponent
             while let record = try reader.next() {

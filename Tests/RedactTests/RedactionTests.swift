@@ -4,6 +4,7 @@ import Dispatch
 import Foundation
 import GATT
 import Profiles
+import Protocols
 import TestSupport
 import XCTest
 @testable import Redact
@@ -12,9 +13,7 @@ import XCTest
 /// left, GATTLab and tshark read the same records and structure, the audit finds only redacted
 /// values), and touches nothing but secret bytes and the CRCs that cover them.
 final class RedactionTests: XCTestCase {
-    static let keys = ProfileConfiguration(
-        espProofOfPossession: Secret(Array("abcd1234".utf8), label: "PoP"),
-        espClientPrivateKey: Secret(hexBytes("e85ef1d7abd8e3b078cbfa1e2f08681421ce54995e227725d010d973846dc60f"), label: "key"))
+    static let keys = ProtocolKeys(["esp-pop": Secret(Array("abcd1234".utf8), label: "PoP"), "esp-client-key": Secret(hexBytes("e85ef1d7abd8e3b078cbfa1e2f08681421ce54995e227725d010d973846dc60f"), label: "key")])
 
     struct Outcome: Sendable {
         var name: String
@@ -29,8 +28,8 @@ final class RedactionTests: XCTestCase {
         let paths = try Files.projectCaptures() + Files.realCaptures()
         let dir = try Files.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        var options = RedactionOptions()
-        options.configuration = Self.keys
+        var options = RedactionOptions(protocols: GATTLabProtocols.all)
+        options.keys = Self.keys
         options.tshark = tshark
         let settings = options
         let box = Box(count: paths.count)
@@ -79,7 +78,7 @@ final class RedactionTests: XCTestCase {
                          Files.realCaptures().first { $0.hasSuffix("AndroidPad__btsnoop_hci.cfa") }].compactMap { $0 }
         XCTAssertEqual(paths.count, 3)
         for path in paths {
-            var options = RedactionOptions()
+            var options = RedactionOptions(protocols: GATTLabProtocols.all)
             options.anonymizeAddresses = true
             options.replaceNames = true
             options.anonymizationKey = RedactionOptions.anonymizationKey(seed: "test")
@@ -169,7 +168,7 @@ final class RedactionDamageTests: XCTestCase {
                 let output = dir.appendingPathComponent("out-\(trial)").path
                 unlink(output)
                 do {
-                    let o = try Redactor.redact(input: input.path, output: output, options: RedactionOptions()) { GATTDecoder() }
+                    let o = try Redactor.redact(input: input.path, output: output, options: RedactionOptions(protocols: GATTLabProtocols.all)) { GATTDecoder() }
                     for c in o.checks { XCTAssertTrue(c.passed, "\(input.lastPathComponent): \(c.name): \(c.detail)") }
                     outcomes["redacted", default: 0] += 1
                 } catch RedactionError.input {
@@ -210,7 +209,7 @@ final class RedactionDamageTests: XCTestCase {
         }
         let input = dir.appendingPathComponent("short.btsnoop")
         try Data(file).write(to: input)
-        var options = RedactionOptions()
+        var options = RedactionOptions(protocols: GATTLabProtocols.all)
         options.anonymizeAddresses = true
         options.replaceNames = true
         let output = dir.appendingPathComponent("out.btsnoop").path

@@ -24,8 +24,8 @@ final class ESPLiveReplayTests: XCTestCase {
     static func liveOptions(for path: String, reveal: Bool = true) -> ExtractOptions {
         var options = ExtractOptions(revealSecrets: reveal)
         guard let spec = EmulatedDeviceSpec.forRecording(named: path), spec.kind == "esp" else { return options }
-        options.espClientPrivateKey = Secret(Scenario.espClientPrivateKey, label: "ESP client private key")
-        options.espProofOfPossession = Secret(Array(phonePoP(spec.name).utf8), label: "ESP proof of possession")
+        options.keys["esp-client-key"] = Secret(Scenario.espClientPrivateKey, label: "ESP client private key")
+        options.keys["esp-pop"] = Secret(Array(phonePoP(spec.name).utf8), label: "ESP proof of possession")
         return options
     }
 
@@ -176,12 +176,12 @@ final class ESPLiveReplayTests: XCTestCase {
 
         // A key of another phone, and a PoP the phone did not use, say what is wrong.
         var options = Self.liveOptions(for: Self.path(name))
-        options.espClientPrivateKey = Secret([UInt8](repeating: 7, count: 32), label: "key")
+        options.keys["esp-client-key"] = Secret([UInt8](repeating: 7, count: 32), label: "key")
         let otherPhone = try ScriptExtractor.extract(path: Self.path(name), options: options)
         XCTAssertEqual(otherPhone.esp?.live, false)
         XCTAssertTrue(otherPhone.esp?.note?.contains("does not belong to this session's phone") == true, "\(otherPhone.esp?.note ?? "")")
         options = Self.liveOptions(for: Self.path(name))
-        options.espProofOfPossession = Secret(Array("nope".utf8), label: "pop")
+        options.keys["esp-pop"] = Secret(Array("nope".utf8), label: "pop")
         let otherPoP = try ScriptExtractor.extract(path: Self.path(name), options: options)
         XCTAssertEqual(otherPoP.esp?.live, false)
         XCTAssertTrue(otherPoP.esp?.note?.contains("does not verify with --esp-pop") == true, "\(otherPoP.esp?.note ?? "")")
@@ -402,8 +402,8 @@ final class ESPLiveReplayTests: XCTestCase {
         let key = Secret(try XCTUnwrap(Hex.bytes("32d511dda02b38083d8c40e2ed4bdd73c5ae711afacad9d911332b7398f21f1b")), label: "ESP client private key")
         for name in ["esp-sec0", "esp-sec1"] {
             let path = captures.appendingPathComponent("\(name).btsnoop").path
-            let options = ExtractOptions(revealSecrets: true, espProofOfPossession: Secret(Array("bumble-pop-1234".utf8), label: "PoP"),
-                                         espClientPrivateKey: key)
+            let options = ExtractOptions(revealSecrets: true, keys: ProtocolKeys(["esp-pop": Secret(Array("bumble-pop-1234".utf8), label: "PoP"),
+                                                                                    "esp-client-key": key]))
             let script = try ScriptExtractor.extract(path: path, options: options)
             XCTAssertEqual(script.esp?.live, true, "\(name): \(script.esp?.note ?? "")")
             XCTAssertEqual(script.esp?.security, name == "esp-sec0" ? 0 : 1)

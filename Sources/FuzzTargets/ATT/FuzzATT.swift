@@ -1,7 +1,8 @@
 import Fuzz
+import Protocols
 
 // libFuzzer target `att` (make fuzz TARGET=att); without the fuzzer build, a standalone driver.
-let target = LibFuzzerHarness.target("att")
+let target = LibFuzzerHarness.target("att", protocols: GATTLabProtocols.all)
 
 #if GATTLAB_LIBFUZZER
 @_cdecl("LLVMFuzzerTestOneInput")

@@ -1,7 +1,8 @@
 import Fuzz
+import Protocols
 
 // libFuzzer target `capture` (make fuzz TARGET=capture); without the fuzzer build, a standalone driver.
-let target = LibFuzzerHarness.target("capture")
+let target = LibFuzzerHarness.target("capture", protocols: GATTLabProtocols.all)
 
 #if GATTLAB_LIBFUZZER
 @_cdecl("LLVMFuzzerTestOneInput")

@@ -1,7 +1,8 @@
 import Fuzz
+import Protocols
 
 // libFuzzer target `control` (make fuzz TARGET=control); without the fuzzer build, a standalone driver.
-let target = LibFuzzerHarness.target("control")
+let target = LibFuzzerHarness.target("control", protocols: GATTLabProtocols.all)
 
 #if GATTLAB_LIBFUZZER
 @_cdecl("LLVMFuzzerTestOneInput")

@@ -1,7 +1,8 @@
 import Fuzz
+import Protocols
 
 // libFuzzer target `credentials` (make fuzz TARGET=credentials); without the fuzzer build, a standalone driver.
-let target = LibFuzzerHarness.target("credentials")
+let target = LibFuzzerHarness.target("credentials", protocols: GATTLabProtocols.all)
 
 #if GATTLAB_LIBFUZZER
 @_cdecl("LLVMFuzzerTestOneInput")

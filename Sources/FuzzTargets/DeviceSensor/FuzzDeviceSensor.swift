@@ -1,7 +1,8 @@
 import Fuzz
+import Protocols
 
 // libFuzzer target `device-sensor` (make fuzz TARGET=device-sensor); without the fuzzer build, a standalone driver.
-let target = LibFuzzerHarness.target("device-sensor")
+let target = LibFuzzerHarness.target("device-sensor", protocols: GATTLabProtocols.all)
 
 #if GATTLAB_LIBFUZZER
 @_cdecl("LLVMFuzzerTestOneInput")

@@ -1,7 +1,8 @@
 import Fuzz
+import Protocols
 
 // libFuzzer target `device-speaker` (make fuzz TARGET=device-speaker); without the fuzzer build, a standalone driver.
-let target = LibFuzzerHarness.target("device-speaker")
+let target = LibFuzzerHarness.target("device-speaker", protocols: GATTLabProtocols.all)
 
 #if GATTLAB_LIBFUZZER
 @_cdecl("LLVMFuzzerTestOneInput")

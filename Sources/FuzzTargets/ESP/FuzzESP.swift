@@ -1,7 +1,8 @@
 import Fuzz
+import Protocols
 
 // libFuzzer target `esp` (make fuzz TARGET=esp); without the fuzzer build, a standalone driver.
-let target = LibFuzzerHarness.target("esp")
+let target = LibFuzzerHarness.target("esp", protocols: GATTLabProtocols.all)
 
 #if GATTLAB_LIBFUZZER
 @_cdecl("LLVMFuzzerTestOneInput")

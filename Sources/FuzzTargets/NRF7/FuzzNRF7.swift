@@ -1,7 +1,8 @@
 import Fuzz
+import Protocols
 
 // libFuzzer target `nrf7` (make fuzz TARGET=nrf7); without the fuzzer build, a standalone driver.
-let target = LibFuzzerHarness.target("nrf7")
+let target = LibFuzzerHarness.target("nrf7", protocols: GATTLabProtocols.all)
 
 #if GATTLAB_LIBFUZZER
 @_cdecl("LLVMFuzzerTestOneInput")

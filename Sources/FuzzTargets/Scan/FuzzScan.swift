@@ -1,7 +1,8 @@
 import Fuzz
+import Protocols
 
 // libFuzzer target `scan` (make fuzz TARGET=scan); without the fuzzer build, a standalone driver.
-let target = LibFuzzerHarness.target("scan")
+let target = LibFuzzerHarness.target("scan", protocols: GATTLabProtocols.all)
 
 #if GATTLAB_LIBFUZZER
 @_cdecl("LLVMFuzzerTestOneInput")

@@ -1,7 +1,8 @@
 import Fuzz
+import Protocols
 
 // libFuzzer target `status` (make fuzz TARGET=status); without the fuzzer build, a standalone driver.
-let target = LibFuzzerHarness.target("status")
+let target = LibFuzzerHarness.target("status", protocols: GATTLabProtocols.all)
 
 #if GATTLAB_LIBFUZZER
 @_cdecl("LLVMFuzzerTestOneInput")

@@ -1,7 +1,8 @@
 import Fuzz
+import Protocols
 
 // libFuzzer target `timeline` (make fuzz TARGET=timeline); without the fuzzer build, a standalone driver.
-let target = LibFuzzerHarness.target("timeline")
+let target = LibFuzzerHarness.target("timeline", protocols: GATTLabProtocols.all)
 
 #if GATTLAB_LIBFUZZER
 @_cdecl("LLVMFuzzerTestOneInput")

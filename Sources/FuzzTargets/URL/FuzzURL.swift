@@ -1,7 +1,8 @@
 import Fuzz
+import Protocols
 
 // libFuzzer target `url` (make fuzz TARGET=url); without the fuzzer build, a standalone driver.
-let target = LibFuzzerHarness.target("url")
+let target = LibFuzzerHarness.target("url", protocols: GATTLabProtocols.all)
 
 #if GATTLAB_LIBFUZZER
 @_cdecl("LLVMFuzzerTestOneInput")

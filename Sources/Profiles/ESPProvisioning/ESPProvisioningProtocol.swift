@@ -4,16 +4,27 @@ import HCI
 
 /// Decodes ESP-IDF provisioning per connection. Endpoints are found by their 0x2901 name, else
 /// by the default UUIDs. The session endpoint sets the security scheme: security 0 payloads are
-/// decoded as they are; security 1 payloads are decrypted when the configuration gives the phone's
+/// decoded as they are; security 1 payloads are decrypted when the user's keys give the phone's
 /// private key (and the PoP, unless the device has none), else reported as encrypted; security 2
 /// payloads are reported as encrypted. See `ESPSecurity1` for how the keystream runs.
-public struct ESPProvisioningProtocol: ConfigurableDeviceProtocol {
+public struct ESPProvisioningProtocol: DeviceProtocol {
     public static let name = "esp-prov"
     public static let advertisedServices: Set<BluetoothUUID> = [ESPProvisioning.service]
     public static let characteristics = Set(ESPProvisioning.Endpoint.allCases.map(\.defaultUUID))
     public static let endpointNames = Set(ESPProvisioning.Endpoint.allCases.map(\.rawValue))
 
-    private let configuration: ProfileConfiguration
+    /// `--esp-pop` and `--esp-client-key`: security 1 sessions decrypt with them.
+    public static let keys = [
+        ProtocolKeyOption(name: "esp-pop", valueName: "text",
+                          help: "ESP-IDF security 1: the device's proof of possession, to decrypt provisioning sessions (a secret: never printed).",
+                          expected: "the proof of possession as text", label: "ESP proof of possession", parse: ProtocolKeyOption.text),
+        ProtocolKeyOption(name: "esp-client-key", valueName: "hex",
+                          help: "ESP-IDF security 1: the phone's X25519 private key, 64 hex digits (a secret: never printed).",
+                          expected: "64 hex digits (a 32-byte X25519 private key)", label: "ESP client private key",
+                          parse: ProtocolKeyOption.hex(bytes: 32)),
+    ]
+
+    private let givenKeys: ProtocolKeys
     /// From the session endpoint (authoritative) or, until then, proto-ver's sec_ver.
     private var security: Int?
     private var capabilities: [String] = []
@@ -23,8 +34,8 @@ public struct ESPProvisioningProtocol: ConfigurableDeviceProtocol {
     /// Why security 1 payloads cannot be decrypted, when they cannot.
     private var undecryptable = "no session handshake seen"
 
-    public init() { configuration = .init() }
-    public init(configuration: ProfileConfiguration) { self.configuration = configuration }
+    public init() { givenKeys = .init() }
+    public init(keys: ProtocolKeys) { givenKeys = keys }
 
     public mutating func decode(_ v: ProfileValue) -> [ProfileEvent] {
         let endpoint = v.endpoint.flatMap(ESPProvisioning.Endpoint.init(rawValue:)) ?? ESPProvisioning.Endpoint(uuid: v.characteristic)
@@ -131,7 +142,7 @@ public struct ESPProvisioningProtocol: ConfigurableDeviceProtocol {
             security = 1
             devicePublicKey = deviceKey
             stream = nil
-            guard let privateKey = configuration.espClientPrivateKey else {
+            guard let privateKey = givenKeys["esp-client-key"] else {
                 undecryptable = "give --esp-client-key (the phone's X25519 private key)\(capabilities.contains("no_pop") ? "" : " and --esp-pop") to decrypt"
                 break
             }
@@ -147,7 +158,7 @@ public struct ESPProvisioningProtocol: ConfigurableDeviceProtocol {
             do {
                 let shared = try ESPSecurity1.sharedSecret(privateKey: privateKey.unsafeBytes, peerPublicKey: deviceKey)
                 // A device that reports no_pop uses none, whatever PoP the user gave for a batch of captures.
-                let pop = capabilities.contains("no_pop") ? [] : configuration.espProofOfPossession?.unsafeBytes ?? []
+                let pop = capabilities.contains("no_pop") ? [] : givenKeys["esp-pop"]?.unsafeBytes ?? []
                 let key = ESPSecurity1.sessionKey(sharedSecret: shared, proofOfPossession: pop)
                 stream = ESPSecurity1.Stream(key: key, iv: random)
                 if stream == nil { undecryptable = "device_random is not 16 bytes" }

@@ -1,0 +1,119 @@
+import ATT
+import Capture
+
+/// The device protocols an engine works with. The engines name no protocol: they get a set at
+/// their entry point (the command line passes `GATTLabProtocols.all`, the one registration list
+/// in Sources/Protocols/Registry.swift) and pick out what each hook needs by casting the types,
+/// such as `protocols.conforming(to: (any EmulatedProtocol.Type).self)`. What a protocol
+/// supports is which hook protocols its type conforms to.
+public struct ProtocolSet: Sendable {
+    /// In registration order, which is the order of every list shown to the user.
+    public let types: [any DeviceProtocol.Type]
+
+    public init(_ types: [any DeviceProtocol.Type]) {
+        self.types = types
+    }
+
+    /// The registered types that conform to a hook, given as its existential metatype.
+    public func conforming<Hook>(to hook: Hook.Type) -> [Hook] {
+        types.compactMap { $0 as? Hook }
+    }
+
+    /// The protocol registered under this name (`esp-prov`).
+    public func named(_ name: String) -> (any DeviceProtocol.Type)? {
+        types.first { $0.name == name }
+    }
+
+    /// Names of the registered protocols a device advertising this service UUID speaks.
+    public func protocols(advertising uuid: BluetoothUUID) -> [String] {
+        types.filter { $0.advertisedServices.contains(uuid) }.map { $0.name }
+    }
+
+    /// Every key any registered protocol takes, in registration order.
+    public var keyOptions: [ProtocolKeyOption] { types.flatMap { $0.keys } }
+
+    /// The key option with this name (`esp-pop`), if a protocol takes it.
+    public func keyOption(named name: String) -> ProtocolKeyOption? {
+        keyOptions.first { $0.name == name }
+    }
+}
+
+/// A key a protocol needs to read encrypted sessions, given by the user on the command line
+/// as `--NAME VALUE`. The value is a secret: it is parsed into a `Secret` and never printed,
+/// not even in the error for a malformed one.
+public struct ProtocolKeyOption: Sendable {
+    /// The option's name without dashes (`esp-pop`), also the key's name in `ProtocolKeys`.
+    public let name: String
+    /// What the value is, for help (`text`, `hex`).
+    public let valueName: String
+    public let help: String
+    /// What a valid value looks like, for the one-line usage error of a malformed one.
+    public let expected: String
+    /// The `Secret`'s label, as redaction notes show it.
+    public let label: String
+    private let parseValue: @Sendable (String) -> [UInt8]?
+
+    public init(name: String, valueName: String, help: String, expected: String, label: String,
+                parse: @escaping @Sendable (String) -> [UInt8]?) {
+        self.name = name
+        self.valueName = valueName
+        self.help = help
+        self.expected = expected
+        self.label = label
+        parseValue = parse
+    }
+
+    /// The value as a secret, nil when malformed.
+    public func parse(_ text: String) -> Secret? {
+        parseValue(text).map { Secret($0, label: label) }
+    }
+
+    /// The bytes of a text value as it is (UTF-8).
+    public static let text: @Sendable (String) -> [UInt8]? = { Array($0.utf8) }
+
+    /// A key of `count` bytes in hex digits; spaces, colons and a leading 0x are allowed.
+    public static func hex(bytes count: Int) -> @Sendable (String) -> [UInt8]? {
+        { text in
+            var t = Substring(text.lowercased().filter { !$0.isWhitespace && $0 != ":" })
+            if t.hasPrefix("0x") { t = t.dropFirst(2) }
+            guard t.count == 2 * count else { return nil }
+            var out: [UInt8] = []
+            out.reserveCapacity(count)
+            var i = t.startIndex
+            while i < t.endIndex {
+                let j = t.index(i, offsetBy: 2)
+                guard let b = UInt8(t[i..<j], radix: 16) else { return nil }
+                out.append(b)
+                i = j
+            }
+            return out
+        }
+    }
+}
+
+/// The keys the user gave, by option name. Every value is a `Secret`, so no output shows it.
+public struct ProtocolKeys: Sendable {
+    public var values: [String: Secret]
+
+    public init(_ values: [String: Secret] = [:]) {
+        self.values = values
+    }
+
+    public subscript(name: String) -> Secret? {
+        get { values[name] }
+        set { values[name] = newValue }
+    }
+
+    public var isEmpty: Bool { values.isEmpty }
+
+    /// The keys among `given` (option name: text) that a registered protocol takes and that
+    /// parse; malformed ones are left out (the command line refuses them first).
+    public static func parse(_ given: [String: String?], protocols: ProtocolSet) -> ProtocolKeys {
+        var keys = ProtocolKeys()
+        for (name, text) in given {
+            guard let text, let option = protocols.keyOption(named: name) else { continue }
+            keys[name] = option.parse(text)
+        }
+        return keys
+    }
+}

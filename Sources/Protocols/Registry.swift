@@ -1,0 +1,14 @@
+import Profiles
+
+/// Every device protocol GATTLab knows, one line each, like a dissector table: the only place
+/// that names them all. The engines (decoding above GATT, Analysis, Audit, Redact, Report,
+/// Emulator, Replay, Fuzz, the command line) are given this set and name no protocol.
+/// Adding a protocol is its folder beside this file and one line here (docs/adding-a-protocol.md).
+public enum GATTLabProtocols {
+    public static let all = ProtocolSet([
+        SpeakerOTAProtocol.self,
+        SensorScanProtocol.self,
+        NRF7Protocol.self,
+        ESPProvisioningProtocol.self,
+    ])
+}
