@@ -76,7 +76,7 @@ public struct ProfileEvent: Sendable {
     /// characteristic's undecodable value as secret as a whole).
     public var undecodedValue: [UInt8]?
 
-    init(_ v: ProfileValue, protocolName: String, kind: String, message: (any ProfileMessage)?, problems: [ProtocolProblem]) {
+    public init(_ v: ProfileValue, protocolName: String, kind: String, message: (any ProfileMessage)?, problems: [ProtocolProblem]) {
         connection = v.connection
         self.protocolName = protocolName
         self.kind = kind

@@ -36,7 +36,7 @@ public enum ProtocolText {
         return out
     }
 
-    static func decode(_ bytes: some Collection<UInt8>) -> (text: String, valid: Bool) {
+    public static func decode(_ bytes: some Collection<UInt8>) -> (text: String, valid: Bool) {
         let text = String(decoding: bytes, as: UTF8.self)
         // String(decoding:) replaces invalid sequences with U+FFFD; a round trip tells.
         return (text, Array(text.utf8).elementsEqual(bytes))
