@@ -117,6 +117,8 @@ let package = Package(
         .testTarget(name: "RedactTests", dependencies: ["Protocols", "Redact", "Analysis", "Emulator", "Profiles", "GATT", "ATT", "HCI", "Capture", "TestSupport"]),
         .testTarget(name: "ReplayTests", dependencies: ["Protocols", "Replay", "Emulator", "Transport", "Profiles", "GATT", "ATT", "Capture", "TestSupport"]),
         .testTarget(name: "FuzzTests", dependencies: ["Protocols", "Fuzz", "Emulator", "Profiles", "ATT", "Capture", "TestSupport"]),
+        // One test target for every protocol folder (Tests/ProtocolsTests/<Name>/) and the registry.
+        .testTarget(name: "ProtocolsTests", dependencies: ["Protocols", "Profiles", "GATT", "ATT", "HCI", "Capture", "TestSupport"]),
         .testTarget(name: "GATTLabCLITests", dependencies: ["Protocols", "GATTLabCLI", "GATT", "HCI", "Capture", "Emulator", "Fuzz", "TestSupport"], exclude: ["Fixtures"]),
     ] + libFuzzerTargets.map {
         .executableTarget(name: "Fuzz\($0.folder)", dependencies: ["Fuzz", "Protocols"], path: "Sources/FuzzTargets/\($0.folder)", swiftSettings: strict)
