@@ -81,7 +81,7 @@ public final class ESPDevice: DeviceModel {
         var random = SeededRandom(seed: seed &+ 7)
         privateKey = (0..<32).map { _ in UInt8(truncatingIfNeeded: random.next()) }
         self.random = random
-        server = RecordedTable.server(configuration.recordedTable, builtIn: "esp", serverMTU: serverMTU,
+        server = RecordedTable.server(configuration.recordedTable, builtIn: ESPProvisioningProtocol.builtInAttributeTable?.table, serverMTU: serverMTU,
                                       values: [3: Array("PROV_3C71BF".utf8), 5: [0x00, 0x00]])
         var handles: [ESPProvisioning.Endpoint: UInt16] = [:]
         for endpoint in ESPProvisioning.Endpoint.allCases {

@@ -58,7 +58,7 @@ public final class NRF7Device: DeviceModel {
         self.configuration = configuration
         environment = configuration.environment ?? .neighbourhood(seed: seed)
         random = SeededRandom(seed: seed &+ 5)
-        server = RecordedTable.server(configuration.recordedTable, builtIn: "nrf7", serverMTU: serverMTU, values: [
+        server = RecordedTable.server(configuration.recordedTable, builtIn: NRF7Protocol.builtInAttributeTable?.table, serverMTU: serverMTU, values: [
             3: Array("nRF7-Wi-Fi-Prov".utf8), 5: [0x00, 0x00],
             12: NRF7.Info(version: configuration.version).encode(),
         ])

@@ -67,7 +67,7 @@ public final class SensorDevice: DeviceModel {
         self.configuration = configuration
         networks = configuration.networks ?? SensorConfiguration.networks(seed: seed)
         random = SeededRandom(seed: seed &+ 3)
-        server = RecordedTable.server(configuration.recordedTable, builtIn: "sensor", serverMTU: serverMTU,
+        server = RecordedTable.server(configuration.recordedTable, builtIn: SensorScanProtocol.builtInAttributeTable?.table, serverMTU: serverMTU,
                                       values: [3: Array("Sensor-Scan".utf8), 5: [0x00, 0x05]])
         scanHandle = server.valueHandle(of: SensorScan.characteristic) ?? 12
         server.onWrite(scanHandle) { [weak self] _, w in

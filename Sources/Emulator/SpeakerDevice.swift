@@ -111,7 +111,7 @@ public final class SpeakerDevice: DeviceModel {
         self.configuration = configuration
         random = SeededRandom(seed: seed &+ 1)
         rssi = Int8(-40 - Int(random.below(30)))
-        var table = configuration.recordedTable?.table ?? BuiltInProfiles.table(named: "speaker")?.table ?? AttributeTable()
+        var table = configuration.recordedTable?.table ?? SpeakerOTAProtocol.builtInAttributeTable?.table ?? AttributeTable()
         if configuration.credentialsReadable,
            let c = table.characteristics.values.first(where: { $0.uuid == SpeakerOTA.credentials }) {
             table.addCharacteristic(declaration: c.declarationHandle, properties: c.properties | 0x02, valueHandle: c.valueHandle, uuid: c.uuid)
@@ -123,7 +123,7 @@ public final class SpeakerDevice: DeviceModel {
         }
         if var recorded = configuration.recordedTable {
             recorded.table = table
-            server = RecordedTable.server(recorded, builtIn: "speaker", serverMTU: serverMTU, values: [:])
+            server = RecordedTable.server(recorded, builtIn: nil, serverMTU: serverMTU, values: [:])
         } else {
             server = GATTServer(table: table, serverMTU: serverMTU, values: [
                 3: Array("CV-Speaker".utf8), 5: [0x41, 0x08],

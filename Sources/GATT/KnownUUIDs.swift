@@ -39,17 +39,6 @@ public enum KnownUUIDs {
         return nil
     }
 
-    /// Characteristics whose values carry secrets (Wi-Fi passwords and the like) as a whole.
-    /// Until a protocol decoder picks the secret field out, their raw values are redacted.
-    public static let secretBearing: Set<BluetoothUUID> = [
-        uuid("00000005-1234-5678-9abc-def012345678"),  // speaker OTA_CREDENTIALS: SSID, NUL, password
-        uuid("14387802-130c-49e7-b877-2881c89cb258"),  // nRF7 control point: SET_CONFIG carries the passphrase
-        uuid("021aff52-0382-4aea-bff4-6b3f1c5adfb4"),  // ESP prov-config: CmdSetConfig carries the passphrase
-    ]
-
-    /// The same, for endpoints known by their 0x2901 name (ESP-IDF's custom UUIDs).
-    public static let secretBearingNames: Set<String> = ["prov-config"]
-
     static func uuid(_ s: String) -> BluetoothUUID {
         BluetoothUUID(string: s) ?? BluetoothUUID(uuid16: 0)
     }

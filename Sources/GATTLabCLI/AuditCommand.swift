@@ -112,7 +112,7 @@ struct AuditCommand: ParsableCommand {
             case .json:
                 text = (reports.count == 1 ? AuditJSON.render(reports[0], options: renderOptions) : AuditJSON.render(reports, options: renderOptions)) + "\n"
             case .sarif:
-                text = AuditSARIF.render(reports, options: renderOptions, toolVersion: GattlabCommand.configuration.version) + "\n"
+                text = AuditSARIF.render(reports, protocols: GATTLabProtocols.all, options: renderOptions, toolVersion: GattlabCommand.configuration.version) + "\n"
             }
             if let output, output != "-" {
                 try OutputFiles.write(text, to: output, force: force, protecting: paths)
@@ -138,7 +138,7 @@ struct AuditCommand: ParsableCommand {
         }
         decoder.tracksOrigins = true
         let profiles = ProfileDecoder(protocols: GATTLabProtocols.all, keys: keys)
-        let auditor = Auditor(source: path, format: reader.format.description)
+        let auditor = Auditor(source: path, format: reader.format.description, protocols: GATTLabProtocols.all)
         do {
             while let record = try reader.next() {
                 decoder.consume(record)

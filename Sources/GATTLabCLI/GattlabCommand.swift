@@ -28,7 +28,8 @@ public struct GattlabCommand: ParsableCommand {
             """ + "\n\n" + ExitStatus.help(ExitStatus.allCases) + "\n\nEach command's --help lists the codes it returns; docs/exit-codes.md explains them.",
         version: gattlabVersion,
         subcommands: [InfoCommand.self, DecodeCommand.self, TimelineCommand.self, AuditCommand.self, RedactCommand.self,
-                      ConvertCommand.self, EmulateCommand.self, ReplayCommand.self, FuzzCommand.self, CaptureCommand.self, CorpusCommand.self])
+                      ConvertCommand.self, EmulateCommand.self, ReplayCommand.self, FuzzCommand.self, CaptureCommand.self, CorpusCommand.self,
+                      ProtocolsCommand.self])
 
     public init() {}
 

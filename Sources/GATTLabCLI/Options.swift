@@ -28,7 +28,7 @@ struct DecodeOptions: ParsableArguments {
     var gattTable: String?
 
     @Option(name: .long, help: ArgumentHelp(
-        "Use a built-in device's attribute table when the capture has no discovery: \(BuiltInProfiles.names.joined(separator: ", ")).",
+        "Use a built-in device's attribute table when the capture has no discovery: \(GATTLabProtocols.all.builtInNames.joined(separator: ", ")).",
         valueName: "name"))
     var profile: String?
 
@@ -56,8 +56,8 @@ struct DecodeOptions: ParsableArguments {
             // The value is a secret: the message does not repeat it.
             throw ValidationError("--esp-client-key takes 64 hex digits (a 32-byte X25519 private key)")
         }
-        if let profile, BuiltInProfiles.table(named: profile) == nil {
-            throw ValidationError("unknown --profile '\(profile)'; built-in profiles: \(BuiltInProfiles.names.joined(separator: ", "))")
+        if let profile, GATTLabProtocols.all.builtInTable(named: profile) == nil {
+            throw ValidationError("unknown --profile '\(profile)'; built-in profiles: \(GATTLabProtocols.all.builtInNames.joined(separator: ", "))")
         }
     }
 
@@ -71,7 +71,7 @@ struct DecodeOptions: ParsableArguments {
                 throw ValidationError("--gatt-table: \(error.message)")
             }
         }
-        if let profile, let loaded = BuiltInProfiles.table(named: profile) {
+        if let profile, let loaded = GATTLabProtocols.all.builtInTable(named: profile) {
             return (loaded.table, .builtIn(profile))
         }
         return nil

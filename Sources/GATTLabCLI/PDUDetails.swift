@@ -3,6 +3,7 @@ import Capture
 import GATT
 import HCI
 import Profiles
+import Protocols
 
 /// How an ATT PDU's fields read, shared by the text and JSON renderers.
 enum PDUDetails {
@@ -19,7 +20,7 @@ enum PDUDetails {
     static func isSecret(_ info: HandleInfo?, name: String? = nil, value: [UInt8]? = nil, partial: Bool = false) -> Bool {
         guard let info, info.role == .value else { return false }
         if info.uuid == SpeakerOTA.url, let value { return partial || !SpeakerOTA.FirmwareURL(bytes: value).secretParts.isEmpty }
-        return KnownUUIDs.secretBearing.contains(info.uuid) || name.map(KnownUUIDs.secretBearingNames.contains) == true
+        return GATTLabProtocols.all.isSecretBearing(info.uuid, endpointName: name)
     }
 
     /// Whether an ATT event's value must be redacted: by UUID, or by the endpoint name the table read.

@@ -1,5 +1,7 @@
 import ATT
 import Capture
+import Foundation
+import GATT
 import HCI
 
 /// How a value reached or left a characteristic.
@@ -106,6 +108,17 @@ public protocol DeviceProtocol: Sendable {
     static var advertisedServices: Set<BluetoothUUID> { get }
     /// Keys the user may give to read encrypted sessions (`--esp-pop`); none by default.
     static var keys: [ProtocolKeyOption] { get }
+    /// The short name users type for its device: `--profile NAME`, `emu:NAME` (`speaker`);
+    /// empty when it has none.
+    static var shortName: String { get }
+    /// Its reference device's attribute table as a GATT table file (JSON): what `--profile
+    /// NAME` gives a capture that starts after discovery, and what its emulated device serves.
+    static var builtInTable: String? { get }
+    /// Characteristics whose values carry secrets (Wi-Fi passwords) as a whole: where no
+    /// decoder picks the secret field out, the whole value is treated as one.
+    static var secretCharacteristics: Set<BluetoothUUID> { get }
+    /// The same, for endpoints known by their 0x2901 name.
+    static var secretEndpointNames: Set<String> { get }
     init()
     /// Starts on a connection with the keys the user gave; protocols without keys ignore them.
     init(keys: ProtocolKeys)
@@ -119,5 +132,16 @@ extension DeviceProtocol {
     public static var endpointNames: Set<String> { [] }
     public static var advertisedServices: Set<BluetoothUUID> { [] }
     public static var keys: [ProtocolKeyOption] { [] }
+    public static var shortName: String { "" }
+    public static var builtInTable: String? { nil }
+    public static var secretCharacteristics: Set<BluetoothUUID> { [] }
+    public static var secretEndpointNames: Set<String> { [] }
     public init(keys: ProtocolKeys) { self.init() }
+
+    /// `builtInTable` parsed, with the table's name; nil when there is none (or it does not parse,
+    /// which GATTTests rule out for every registered protocol).
+    public static var builtInAttributeTable: (name: String?, table: AttributeTable)? {
+        guard let json = builtInTable else { return nil }
+        return try? GATTTableFile.parse(Data(json.utf8), source: "built-in profile \(shortName)")
+    }
 }

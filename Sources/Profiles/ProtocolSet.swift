@@ -1,5 +1,6 @@
 import ATT
 import Capture
+import GATT
 
 /// The device protocols an engine works with. The engines name no protocol: they get a set at
 /// their entry point (the command line passes `GATTLabProtocols.all`, the one registration list
@@ -27,6 +28,22 @@ public struct ProtocolSet: Sendable {
     /// Names of the registered protocols a device advertising this service UUID speaks.
     public func protocols(advertising uuid: BluetoothUUID) -> [String] {
         types.filter { $0.advertisedServices.contains(uuid) }.map { $0.name }
+    }
+
+    /// Short names of the protocols with a built-in table (`--profile NAME`), in registration order.
+    public var builtInNames: [String] { types.filter { $0.builtInTable != nil }.map { $0.shortName } }
+
+    /// The built-in table `--profile NAME` names, parsed.
+    public func builtInTable(named shortName: String) -> (name: String?, table: AttributeTable)? {
+        types.first { $0.shortName == shortName }?.builtInAttributeTable
+    }
+
+    /// Whether values of this characteristic (found by UUID, or by its 0x2901 name) carry a
+    /// secret as a whole for some registered protocol.
+    public func isSecretBearing(_ uuid: BluetoothUUID, endpointName: String? = nil) -> Bool {
+        types.contains { type in
+            type.secretCharacteristics.contains(uuid) || endpointName.map(type.secretEndpointNames.contains) == true
+        }
     }
 
     /// Every key any registered protocol takes, in registration order.

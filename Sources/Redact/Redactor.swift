@@ -175,7 +175,7 @@ public enum Redactor {
         // would decrypt is ciphertext in the file, left as it is (as without --ltk).
         decoder.link.recoversPairingKeys = false
         let profiles = ProfileDecoder(protocols: options.protocols, keys: options.keys)
-        let auditor = Auditor(source: path, format: reader.format.description)
+        let auditor = Auditor(source: path, format: reader.format.description, protocols: options.protocols)
         var anonymizer = anonymize ? Anonymizer(key: options.anonymizationKey ?? randomKey(), replaceNames: options.replaceNames) : nil
         var digest = Digest()
         var records = 0

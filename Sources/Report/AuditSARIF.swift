@@ -1,5 +1,6 @@
 import Analysis
 import Capture
+import Profiles
 
 /// `gattlab audit --format sarif`: SARIF 2.1.0 for GitHub code scanning and other SARIF viewers.
 ///
@@ -13,7 +14,7 @@ public enum AuditSARIF {
     /// Key of the fingerprint in `partialFingerprints`; bump the version if its input changes.
     public static let fingerprintKey = "gattlabFinding/v1"
 
-    public static func render(_ reports: [AuditReport], options: RenderOptions = .init(), toolVersion: String,
+    public static func render(_ reports: [AuditReport], protocols: ProtocolSet, options: RenderOptions = .init(), toolVersion: String,
                               informationUri: String? = nil) -> String {
         var w = JSONWriter(pretty: options.pretty)
         w.beginObject()
@@ -22,9 +23,9 @@ public enum AuditSARIF {
         w.key("runs"); w.beginArray()
         w.beginObject()
 
-        // Rules: the catalogue, then any id a finding carries that the catalogue lacks, so that
+        // Rules: the catalogue of the audited protocols, then any id a finding carries that the catalogue lacks, so that
         // every result's ruleIndex points at its rule.
-        var rules = AuditCatalogue.rules
+        var rules = AuditCatalogue.rules(protocols: protocols)
         for r in reports {
             for f in r.findings where !rules.contains(where: { $0.id == f.id }) {
                 rules.append(AuditRuleInfo(id: f.id, defaultSeverity: f.severity, title: f.title, fix: f.fix))

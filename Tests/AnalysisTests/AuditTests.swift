@@ -22,7 +22,7 @@ final class AuditTests: XCTestCase {
         decoder.tracksOrigins = true
         decoder.defaultTable = table
         let profiles = ProfileDecoder(protocols: GATTLabProtocols.all, keys: configuration)
-        let auditor = Auditor(source: path, format: reader.format.description)
+        let auditor = Auditor(source: path, format: reader.format.description, protocols: GATTLabProtocols.all)
         while let record = try reader.next() {
             decoder.consume(record)
             profiles.consume(decoder, record: record)
@@ -125,7 +125,7 @@ final class AuditTests: XCTestCase {
         }
         // Every rule of the catalogue that concerns these devices fires somewhere and is absent somewhere.
         let fired = Set(captures.flatMap { (try? Self.audit($0))?.findings.map(\.id) ?? [] })
-        for rule in AuditRules.catalogue.map(\.id) where rule != "audit.unknown-handles" {
+        for rule in AuditCatalogue.rules(protocols: GATTLabProtocols.all).map(\.id) where rule != "audit.unknown-handles" {
             XCTAssertTrue(fired.contains(rule), "rule \(rule) fires on no capture in Captures/")
         }
         XCTAssertGreaterThan(seen.count, 35)
@@ -163,7 +163,7 @@ final class AuditTests: XCTestCase {
         let blind = try Self.audit(cut)
         XCTAssertTrue(blind.findings.contains { $0.id == "audit.unknown-handles" }, "\(blind.findings.map(\.id))")
         XCTAssertTrue(blind.secrets.isEmpty)
-        let table = try XCTUnwrap(BuiltInProfiles.table(named: "speaker")).table
+        let table = try XCTUnwrap(GATTLabProtocols.all.builtInTable(named: "speaker")).table
         let named = try Self.audit(cut, table: table)
         XCTAssertFalse(named.findings.contains { $0.id == "audit.unknown-handles" })
         XCTAssertEqual(named.secrets.map(\.kind), [.wifiPassword])

@@ -11,7 +11,7 @@ extension HCIRecorder {
     func timeline(builtInTable: String? = nil) -> Timeline {
         let decoder = GATTDecoder()
         if let builtInTable {
-            decoder.defaultTable = BuiltInProfiles.table(named: builtInTable)?.table
+            decoder.defaultTable = GATTLabProtocols.all.builtInTable(named: builtInTable)?.table
             decoder.defaultTableSource = .builtIn(builtInTable)
         }
         let profiles = ProfileDecoder(protocols: GATTLabProtocols.all)

@@ -1,14 +1,15 @@
 import ATT
 import GATT
 import Profiles
+import Protocols
 import TestSupport
 import XCTest
 @testable import Emulator
 
-/// Known-answer ATT bytes for each request type, on the speaker's table (handles in BuiltInProfiles).
+/// Known-answer ATT bytes for each request type, on the speaker's table (handles in its builtInTable).
 final class GATTServerTests: XCTestCase {
     func speakerServer(mtu: UInt16 = 247) throws -> GATTServer {
-        let table = try XCTUnwrap(BuiltInProfiles.table(named: "speaker")).table
+        let table = try XCTUnwrap(GATTLabProtocols.all.builtInTable(named: "speaker")).table
         return GATTServer(table: table, serverMTU: mtu, values: [3: Array("CV-Speaker".utf8), 5: [0x41, 0x08]])
     }
 
@@ -224,7 +225,7 @@ final class GATTServerTests: XCTestCase {
     }
 
     func testServerOverInMemoryBearer() async throws {
-        let table = try XCTUnwrap(BuiltInProfiles.table(named: "sensor")).table
+        let table = try XCTUnwrap(GATTLabProtocols.all.builtInTable(named: "sensor")).table
         let host = GATTServerHost { GATTServer(table: table, values: [3: Array("S".utf8)]) }
         let (client, server) = InMemoryBearerPair.make()
         async let served = host.serve(over: server)

@@ -1,6 +1,7 @@
 import ATT
 import Foundation
 import GATT
+import Protocols
 import TestSupport
 import Transport
 import XCTest
@@ -180,7 +181,7 @@ final class UnixSocketBearerTests: XCTestCase {
     /// client that vanishes mid-operation: the next client is served.
     func testGATTServerOverTheSocketServesOneClientAfterAnother() async throws {
         let listener = try UnixSocketListener(path: dir.appendingPathComponent("gatt.sock").path)
-        let table = try XCTUnwrap(BuiltInProfiles.table(named: "sensor")).table
+        let table = try XCTUnwrap(GATTLabProtocols.all.builtInTable(named: "sensor")).table
         for round in 0..<3 {
             async let accepted = listener.accept(within: 5_000_000)
             let client = try UnixSocketBearer.connect(path: listener.path)

@@ -89,51 +89,6 @@ final class GATTTableFileTests: XCTestCase {
         XCTAssertEqual(parsed, t)
     }
 
-    func testBuiltInProfilesParse() throws {
-        XCTAssertEqual(BuiltInProfiles.names, ["speaker", "sensor", "nrf7", "esp"])
-        for name in BuiltInProfiles.names {
-            let profile = try XCTUnwrap(BuiltInProfiles.table(named: name), name)
-            XCTAssertNotNil(profile.name, name)
-            XCTAssertFalse(profile.table.isEmpty, name)
-            XCTAssertEqual(profile.table.services[1]?.uuid, UUIDs.gap, name)
-            XCTAssertEqual(profile.table.services[6]?.uuid, BluetoothUUID(uuid16: 0x1801), name)
-            XCTAssertEqual(profile.table.info(for: 9)?.characteristic, BluetoothUUID(uuid16: 0x2A05), name)
-            // Every profile round-trips through the exported JSON.
-            let again = try GATTTableFile.parse(Data(GATTTableFile(name: profile.name, table: profile.table).json().utf8), source: name)
-            XCTAssertEqual(again.table, profile.table, name)
-            // Every characteristic's value handle follows its declaration and lies in a service.
-            for c in profile.table.characteristics.values {
-                XCTAssertEqual(c.valueHandle, c.declarationHandle + 1, name)
-                XCTAssertNotNil(profile.table.service(containing: c.valueHandle), name)
-            }
-        }
-        XCTAssertNil(BuiltInProfiles.table(named: "toaster"))
-    }
-
-    func testBuiltInProfileHandles() throws {
-        let speaker = try XCTUnwrap(BuiltInProfiles.table(named: "speaker")).table
-        XCTAssertEqual(speaker.info(for: 14)?.uuid, UUIDs.otaCredentials)
-        XCTAssertEqual(speaker.info(for: 16)?.uuid, UUIDs.otaURL)
-        XCTAssertEqual(speaker.info(for: 18)?.uuid, UUIDs.otaControl)
-        XCTAssertEqual(speaker.info(for: 20)?.uuid, UUIDs.otaStatus)
-        XCTAssertEqual(speaker.info(for: 21), HandleInfo(role: .descriptor, uuid: UUIDs.cccd, characteristic: UUIDs.otaStatus))
-        XCTAssertEqual(speaker.characteristics[19]?.properties, 0x12)
-        XCTAssertEqual(speaker.services[10]?.uuid, UUIDs.speakerService)
-
-        let sensor = try XCTUnwrap(BuiltInProfiles.table(named: "sensor")).table
-        XCTAssertEqual(sensor.info(for: 12)?.uuid, BluetoothUUID(string: "12345678-9ABC-DEF0-1234-000000000008"))
-        XCTAssertEqual(sensor.characteristics[11]?.properties, 0x18)
-
-        let nrf7 = try XCTUnwrap(BuiltInProfiles.table(named: "nrf7")).table
-        XCTAssertEqual(nrf7.info(for: 15)?.characteristic, BluetoothUUID(string: "14387802-130c-49e7-b877-2881c89cb258"))
-        XCTAssertEqual(nrf7.info(for: 18)?.characteristic, BluetoothUUID(string: "14387803-130c-49e7-b877-2881c89cb258"))
-
-        let esp = try XCTUnwrap(BuiltInProfiles.table(named: "esp")).table
-        XCTAssertEqual(esp.info(for: 16), HandleInfo(role: .descriptor, uuid: UUIDs.userDescription,
-                                                     characteristic: BluetoothUUID(string: "021aff51-0382-4aea-bff4-6b3f1c5adfb4")))
-        XCTAssertEqual(esp.label(for: 15), "ESP prov-session")
-    }
-
     func testLoadFromAFile() throws {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("gatt-table-\(UUID().uuidString).json")
         defer { try? FileManager.default.removeItem(at: url) }

@@ -1,5 +1,6 @@
 import ATT
 import Capture
+import Foundation
 import HCI
 import XCTest
 
@@ -270,5 +271,30 @@ enum Device {
         XCTAssertEqual(t.owner(ofDescriptor: 0x1A)?.declarationHandle, 0x17, file: file, line: line)
         XCTAssertEqual(t.info(for: 0x10)?.role, .service, file: file, line: line)
         XCTAssertNil(t.info(for: 0x1B), file: file, line: line)
+    }
+}
+
+/// Default tables for the decoder's no-discovery tests, in the layout of the built-in profiles
+/// (`--profile speaker`, `--profile sensor`): GATT knows no protocol, so its tests bring their own.
+enum FixtureTables {
+    static let speaker = parse("""
+        {"name": "speaker", "services": [\(BuiltInProfiles.commonServices),
+          {"uuid": "00000001-1234-5678-9abc-def012345678", "startHandle": 10, "endHandle": 21, "characteristics": [
+            {"uuid": "00000002-1234-5678-9abc-def012345678", "handle": 11, "valueHandle": 12, "properties": ["read", "write"]},
+            {"uuid": "00000005-1234-5678-9abc-def012345678", "handle": 13, "valueHandle": 14, "properties": ["write"]},
+            {"uuid": "00000006-1234-5678-9abc-def012345678", "handle": 15, "valueHandle": 16, "properties": ["write"]},
+            {"uuid": "00000007-1234-5678-9abc-def012345678", "handle": 17, "valueHandle": 18, "properties": ["write"]},
+            {"uuid": "00000008-1234-5678-9abc-def012345678", "handle": 19, "valueHandle": 20, "properties": ["read", "notify"],
+             "descriptors": [{"uuid": "0x2902", "handle": 21}]}]}]}
+        """)
+    static let sensor = parse("""
+        {"name": "sensor", "services": [\(BuiltInProfiles.commonServices),
+          {"uuid": "12345678-9abc-def0-1234-000000000000", "startHandle": 10, "endHandle": 13, "characteristics": [
+            {"uuid": "12345678-9abc-def0-1234-000000000008", "handle": 11, "valueHandle": 12, "properties": ["write", "notify"],
+             "descriptors": [{"uuid": "0x2902", "handle": 13}]}]}]}
+        """)
+
+    private static func parse(_ json: String) -> AttributeTable {
+        (try? GATTTableFile.parse(Data(json.utf8), source: "fixture"))?.table ?? AttributeTable()
     }
 }

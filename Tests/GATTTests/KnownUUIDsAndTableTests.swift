@@ -76,15 +76,6 @@ final class KnownUUIDsTests: XCTestCase {
         XCTAssertNil(KnownUUIDs.name(BluetoothUUID(string: "00000009-1234-5678-9abc-def012345678")!))
     }
 
-    func testSecretBearing() {
-        XCTAssertTrue(KnownUUIDs.secretBearing.contains(BluetoothUUID(string: "00000005-1234-5678-9abc-def012345678")!))
-        XCTAssertTrue(KnownUUIDs.secretBearing.contains(BluetoothUUID(string: "00000005-1234-5678-9ABC-DEF012345678")!))
-        XCTAssertTrue(KnownUUIDs.secretBearing.contains(BluetoothUUID(string: "14387802-130c-49e7-b877-2881c89cb258")!))
-        XCTAssertFalse(KnownUUIDs.secretBearing.contains(UUIDs.otaStatus))
-        XCTAssertFalse(KnownUUIDs.secretBearing.contains(UUIDs.otaURL))
-        XCTAssertFalse(KnownUUIDs.secretBearing.contains(BluetoothUUID(uuid16: 0)), "no entry fell back to the placeholder")
-    }
-
     func testEveryProjectEntryParsed() {
         // KnownUUIDs.uuid falls back to 0x0000 on a typo; no name may sit on that fallback.
         XCTAssertNil(KnownUUIDs.custom[BluetoothUUID(uuid16: 0)])

@@ -21,7 +21,7 @@ final class ESPProvisioningTests: XCTestCase {
         var out: [ProfileEvent] = []
 
         init(profile: String, configuration: ProtocolKeys = .init()) throws {
-            let loaded = try XCTUnwrap(BuiltInProfiles.table(named: profile))
+            let loaded = try XCTUnwrap(GATTLabProtocols.all.builtInTable(named: profile))
             gatt.defaultTable = loaded.table
             gatt.defaultTableSource = .builtIn(profile)
             profiles = ProfileDecoder(protocols: GATTLabProtocols.all, keys: configuration)

@@ -16,7 +16,7 @@ final class ProfileDecoderTests: XCTestCase {
         var out: [ProfileEvent] = []
 
         init(profile: String) throws {
-            let loaded = try XCTUnwrap(BuiltInProfiles.table(named: profile))
+            let loaded = try XCTUnwrap(GATTLabProtocols.all.builtInTable(named: profile))
             gatt.defaultTable = loaded.table
             gatt.defaultTableSource = .builtIn(profile)
         }

@@ -36,7 +36,7 @@ final class OriginTests: XCTestCase {
             // sniffed legacy pairing decrypt is ciphertext in the file, with no bytes of its own.
             decoder.link.recoversPairingKeys = false
             let profiles = ProfileDecoder(protocols: GATTLabProtocols.all, keys: keys)
-            let auditor = Auditor(source: path, format: "")
+            let auditor = Auditor(source: path, format: "", protocols: GATTLabProtocols.all)
             let name = URL(fileURLWithPath: path).lastPathComponent
             while let record = try reader.next() {
                 decoder.consume(record)

@@ -3,6 +3,7 @@ import Emulator
 import Foundation
 import GATT
 import Profiles
+import Protocols
 @testable import Replay
 import TestSupport
 import XCTest
@@ -31,7 +32,7 @@ final class RecordedDeviceTests: XCTestCase {
         XCTAssertEqual(Double(speed), Double(defaults.downloadKBPerSecond), accuracy: Double(defaults.downloadKBPerSecond) * 0.1)
         // Its table is the one the phone discovered: the emulated speaker's handles.
         let table = try XCTUnwrap(ota.table)
-        let builtIn = try XCTUnwrap(BuiltInProfiles.table(named: "speaker")?.table)
+        let builtIn = try XCTUnwrap(GATTLabProtocols.all.builtInTable(named: "speaker")?.table)
         XCTAssertEqual(Set(table.table.characteristics.values.map(\.valueHandle)), Set(builtIn.characteristics.values.map(\.valueHandle)))
         XCTAssertNil(table.serverMTU, "the speaker accepted the 247 asked for")
 

@@ -1,3 +1,5 @@
+import Profiles
+
 /// One audit rule as renderers and documentation see it: SARIF lists every rule of the catalogue
 /// as the tool's rules, whether it fired or not.
 public struct AuditRuleInfo: Sendable, Hashable {
@@ -17,10 +19,11 @@ public struct AuditRuleInfo: Sendable, Hashable {
     }
 }
 
-/// The public face of `AuditRules.catalogue`.
+/// Every audit rule: the audit's own and those of the audited protocols.
 public enum AuditCatalogue {
-    /// Every rule, in catalogue order (the order SARIF's `ruleIndex` counts in).
-    public static let rules: [AuditRuleInfo] = AuditRules.catalogue
-
-    public static func rule(id: String) -> AuditRuleInfo? { rules.first { $0.id == id } }
+    /// Every rule, in catalogue order (the order SARIF's `ruleIndex` counts in): links, pairing,
+    /// keys and credentials, then each protocol's in registration order, then the capture's.
+    public static func rules(protocols: ProtocolSet) -> [AuditRuleInfo] {
+        AuditRules.linkRules + protocols.conforming(to: (any ProtocolAuditing.Type).self).flatMap { $0.auditRules } + AuditRules.captureRules
+    }
 }

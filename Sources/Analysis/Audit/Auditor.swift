@@ -15,6 +15,11 @@ public final class Auditor {
     public static let maxSightings = 100_000
     public static let maxConnections = 100_000
 
+    /// The device protocols whose credential characteristics and messages are audited.
+    private let protocols: ProtocolSet
+    private let auditing: [any ProtocolAuditing.Type]
+    /// Every rule: the audit's own and the protocols'.
+    private let catalogue: [AuditRuleInfo]
     private var report: AuditReport
     private var tracks: [ConnectionTrack] = []
     private var live: [ConnectionKey: Int] = [:]
@@ -34,18 +39,9 @@ public final class Auditor {
         var pairingFailed: (reason: String, record: Int)?
         /// Credentials sent, with whether the link was encrypted then.
         var credentialsSent: [(what: String, record: Int, time: Int64, encrypted: Bool)] = []
-        /// OTA control commands and URL writes the device accepted on an unencrypted link.
-        var openCommands: [(what: String, record: Int, time: Int64)] = []
-        /// Writes waiting for their response: (what, record, time), per handle.
-        var pendingWrites: [UInt16: (what: String, record: Int, time: Int64)] = [:]
-        var pendingLongWrite: (what: String, record: Int, time: Int64)?
         var secretReads: [(what: String, record: Int, time: Int64)] = []
-        var urls: [(url: SpeakerOTA.FirmwareURL, record: Int, time: Int64)] = []
-        var espSecurity: Int?
-        var espNoPoP = false
-        var espRecords: [Int] = []
-        var espTime: Int64?
-        var nrf7Unencrypted: [(what: String, record: Int, time: Int64)] = []
+        /// What each audited protocol follows on this connection, in registration order.
+        var protocolTracks: [any ProtocolAuditTrack]
         /// Prepare Write parts on credential and URL characteristics not executed yet.
         var prepared: [PreparedPart] = []
         /// Prepare Write Responses echo their request: request bytes -> the same bytes again.
@@ -54,9 +50,10 @@ public final class Auditor {
         /// Handles of the prepared parts' characteristics, for names.
         var preparedNames: [UInt16: String] = [:]
 
-        init(key: ConnectionKey, link: AuditLink) {
+        init(key: ConnectionKey, link: AuditLink, protocolTracks: [any ProtocolAuditTrack]) {
             self.key = key
             self.link = link
+            self.protocolTracks = protocolTracks
         }
     }
 
@@ -72,13 +69,17 @@ public final class Auditor {
         var echoed = false
     }
 
-    /// Characteristics whose long-write parts matter: those carrying credentials, and the URL.
-    static func isSensitive(_ uuid: BluetoothUUID?) -> Bool {
+    /// Characteristics whose long-write parts matter: those carrying credentials, and those a
+    /// protocol audits for secrets it locates (a firmware URL).
+    func isSensitive(_ uuid: BluetoothUUID?) -> Bool {
         guard let uuid else { return false }
-        return uuid == SpeakerOTA.url || KnownUUIDs.secretBearing.contains(uuid)
+        return protocols.isSecretBearing(uuid) || auditing.contains { $0.auditedCharacteristics.contains(uuid) }
     }
 
-    public init(source: String, format: String) {
+    public init(source: String, format: String, protocols: ProtocolSet) {
+        self.protocols = protocols
+        auditing = protocols.conforming(to: (any ProtocolAuditing.Type).self)
+        catalogue = AuditCatalogue.rules(protocols: protocols)
         report = AuditReport(source: source, format: format, records: 0)
     }
 
@@ -98,7 +99,8 @@ public final class Auditor {
 
     private func track(_ key: ConnectionKey, record: CaptureRecord, peer: BDAddr? = nil) -> ConnectionTrack {
         if let i = live[key] { return tracks[i] }
-        let t = ConnectionTrack(key: key, link: AuditLink(connection: key.description, peer: peer?.description, firstRecord: record.number))
+        let t = ConnectionTrack(key: key, link: AuditLink(connection: key.description, peer: peer?.description, firstRecord: record.number),
+                                protocolTracks: auditing.map { $0.makeAuditTrack() })
         if tracks.count < Self.maxConnections {
             live[key] = tracks.count
             tracks.append(t)
@@ -215,36 +217,21 @@ public final class Auditor {
     private func consumeATT(_ e: ATTEvent, record: CaptureRecord) {
         guard let pdu = e.pdu else { return }
         let t = track(e.connection, record: record)
+        for i in t.protocolTracks.indices {
+            t.protocolTracks[i].consume(pdu, info: e.info, encrypted: t.encrypted, record: record.number, time: record.timestamp)
+        }
         switch pdu {
-        case .writeRequest(let handle, _), .writeCommand(let handle, _), .signedWriteCommand(let handle, _, _):
+        case .writeRequest, .writeCommand, .signedWriteCommand:
             if e.info == nil {
                 unnamedWrites += 1
                 if unnamedValueRecords.count < 8 { unnamedValueRecords.append(record.number) }
             }
-            guard let uuid = e.info?.uuid, uuid == SpeakerOTA.control || uuid == SpeakerOTA.url, !t.encrypted else { return }
-            let what = uuid == SpeakerOTA.url ? "OTA_URL write" : "OTA_CONTROL write"
-            if case .writeRequest = pdu {
-                t.pendingWrites[handle] = (what, record.number, record.timestamp)
-            } else {
-                t.openCommands.appendCapped((what + " (no response asked)", record.number, record.timestamp))
-            }
-        case .writeResponse:
-            // The write it answers is the only one outstanding (ATT is one request at a time).
-            if let (handle, w) = t.pendingWrites.first {
-                t.pendingWrites[handle] = nil
-                t.openCommands.appendCapped(w)
-            }
-        case .errorResponse(let opcode, let handle, _):
-            if opcode == 0x12 { t.pendingWrites[handle] = nil }
-        case .prepareWriteRequest(let handle, let offset, let value) where Self.isSensitive(e.info?.uuid):
+        case .prepareWriteRequest(let handle, let offset, let value) where isSensitive(e.info?.uuid):
             guard t.prepared.count < 4096 else { break }
             t.prepared.append(PreparedPart(handle: handle, offset: offset, value: value, origin: e.valueOrigin, record: record.number,
                                            time: record.timestamp, encrypted: t.encrypted,
-                                           credential: e.info.map { KnownUUIDs.secretBearing.contains($0.uuid) } ?? false))
+                                           credential: e.info.map { protocols.isSecretBearing($0.uuid) } ?? false))
             t.preparedNames[handle] = e.info.flatMap { KnownUUIDs.name($0.uuid) }
-            if !t.encrypted, let uuid = e.info?.uuid, uuid == SpeakerOTA.url || uuid == SpeakerOTA.control {
-                t.pendingLongWrite = (uuid == SpeakerOTA.url ? "OTA_URL long write" : "OTA_CONTROL long write", record.number, record.timestamp)
-            }
         case .prepareWriteResponse(let handle, let offset, let value):
             // The server echoes the part: the same bytes cross the air a second time.
             guard let i = t.prepared.lastIndex(where: { $0.handle == handle && $0.offset == offset && $0.value == value && !$0.echoed }) else { break }
@@ -266,14 +253,10 @@ public final class Auditor {
         case .executeWriteRequest(let flags):
             if flags & 1 == 0 {
                 flushPrepared(t, why: "cancelled")
-                t.pendingLongWrite = nil
             } else {
                 // Executed: the joined value is decoded by its protocol, which locates the secret.
                 t.prepared.removeAll()
             }
-        case .executeWriteResponse:
-            if let w = t.pendingLongWrite { t.openCommands.appendCapped(w) }
-            t.pendingLongWrite = nil
         default:
             break
         }
@@ -292,54 +275,26 @@ public final class Auditor {
                 t.credentialsSent.appendCapped(("\(what) (\(place))", e.firstFrame, e.time, t.encrypted))
             }
         }
-        switch e.message {
-        case let c as SpeakerOTA.Credentials:
-            credential(c.password, "Wi-Fi password")
-        case let u as SpeakerOTA.FirmwareURL:
-            t.urls.appendCapped((u, e.firstFrame, e.time))
-            for part in u.secretParts {
-                let kind: SecretKind = part.part == .password ? .urlPassword : .urlToken
-                let secret = Secret(Array(u.bytes[part.range]), label: kind.title).located(e.origin?.slice(part.range))
-                sighting(kind, secret, record: record, connection: t, context: place, overTheAir: true)
-            }
-        case let r as NRF7.Request:
-            if !t.encrypted {
-                t.nrf7Unencrypted.appendCapped((r.opCode?.description ?? "request", e.firstFrame, e.time))
-            }
-            if let p = r.config?.passphrase { credential(p, "Wi-Fi passphrase (SET_CONFIG)") }
-        case let v as ESPProvisioning.Version:
-            if let s = v.securityVersion { t.espSecurity = s }
-            if v.noPoP { t.espNoPoP = true }
-            noteESP(t, e)
-        case let s as ESPProvisioning.SessionMessage:
-            switch s.payload {
-            case .sec0Command, .sec0Response: t.espSecurity = 0
-            case .sec1Command0, .sec1Response0, .sec1Command1, .sec1Response1: t.espSecurity = 1
-            case .sec2: t.espSecurity = 2
-            default: break
-            }
-            noteESP(t, e)
-        case let m as ESPProvisioning.ConfigMessage:
-            if case .setConfig(let c) = m.payload {
-                if t.espSecurity == 1 || c.passphrase.location?.mask != nil {
-                    // Encrypted by the session (security 1): the password did not cross the air in the clear.
-                    sighting(.wifiPassword, c.passphrase, record: record, connection: t, context: place + " (decrypted, security 1)", overTheAir: true)
-                } else {
-                    credential(c.passphrase, "Wi-Fi passphrase (CmdSetConfig)")
+        if e.message != nil {
+            for i in t.protocolTracks.indices {
+                for s in t.protocolTracks[i].consume(e, encrypted: t.encrypted) {
+                    switch s {
+                    case .credential(let secret, let what): credential(secret, what)
+                    case .secret(let kind, let secret, let note):
+                        sighting(kind, secret, record: record, connection: t, context: place + note, overTheAir: true)
+                    }
                 }
             }
-        case nil:
-            // A value of a credential characteristic that did not decode: all of it is secret.
-            guard let bytes = e.undecodedValue, !bytes.isEmpty, KnownUUIDs.secretBearing.contains(e.characteristic) else { return }
-            let secret = Secret(bytes, label: "credential value").located(e.origin)
-            sighting(.credentialValue, secret, record: record, connection: t, context: place + " (did not decode)", overTheAir: true)
-            if isRead {
-                t.secretReads.appendCapped(("credential value read back from \(characteristic)", e.firstFrame, e.time))
-            } else {
-                t.credentialsSent.appendCapped(("credential value (\(place), did not decode)", e.firstFrame, e.time, t.encrypted))
-            }
-        default:
-            break
+            return
+        }
+        // A value of a credential characteristic that did not decode: all of it is secret.
+        guard let bytes = e.undecodedValue, !bytes.isEmpty, protocols.isSecretBearing(e.characteristic) else { return }
+        let secret = Secret(bytes, label: "credential value").located(e.origin)
+        sighting(.credentialValue, secret, record: record, connection: t, context: place + " (did not decode)", overTheAir: true)
+        if isRead {
+            t.secretReads.appendCapped(("credential value read back from \(characteristic)", e.firstFrame, e.time))
+        } else {
+            t.credentialsSent.appendCapped(("credential value (\(place), did not decode)", e.firstFrame, e.time, t.encrypted))
         }
     }
 
@@ -357,11 +312,6 @@ public final class Auditor {
         }
     }
 
-    private func noteESP(_ t: ConnectionTrack, _ e: ProfileEvent) {
-        if t.espRecords.count < 8 { t.espRecords.append(e.firstFrame) }
-        if t.espTime == nil { t.espTime = e.time }
-    }
-
     // MARK: Findings
 
     public func finish() -> AuditReport {
@@ -370,7 +320,7 @@ public final class Auditor {
         for t in tracks {
             finishPairing(t)
             r.links.append(t.link)
-            r.findings += AuditRules.findings(for: t)
+            r.findings += AuditRules.findings(for: t, catalogue: catalogue)
         }
         if !r.secrets.isEmpty {
             var counts: [SecretKind: Int] = [:]
@@ -397,7 +347,7 @@ public final class Auditor {
     }
 
     private func finding(_ id: String, _ evidence: String, connection: String?, records: [Int], time: Int64?) -> AuditFinding {
-        let rule = AuditRules.rule(id)
+        let rule = AuditRules.rule(id, in: catalogue)
         return AuditFinding(id: id, severity: rule.defaultSeverity, title: rule.title, evidence: evidence, fix: rule.fix,
                             connection: connection, records: records, time: time)
     }
@@ -445,7 +395,7 @@ enum PairingMethod {
 extension Array {
     /// Evidence lists stop growing here: findings show the first few, and a hostile capture
     /// repeating one mistake a million times must not grow memory with it.
-    mutating func appendCapped(_ element: Element, cap: Int = 256) {
+    public mutating func appendCapped(_ element: Element, cap: Int = 256) {
         if count < cap { append(element) }
     }
 }

@@ -132,7 +132,7 @@ public final class ClonedDevice: DeviceModel {
         served.encryptedWrites = []
         served.encryptedReads = []
         served.unencryptedAccessError = nil
-        server = RecordedTable.server(served, builtIn: "", serverMTU: serverMTU, values: [:])
+        server = RecordedTable.server(served, builtIn: nil, serverMTU: serverMTU, values: [:])
         let cccds = Set(recorded.table.descriptors.filter { $0.value.uuid16 == 0x2902 }.map(\.key))
         for handle in Set(reactions.map(\.handle)).subtracting(cccds) {
             server.onWrite(handle) { [weak self] _, w in

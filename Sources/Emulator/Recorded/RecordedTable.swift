@@ -32,12 +32,12 @@ public struct RecordedTable: Sendable, Hashable {
     }
 
     /// A server over this database, for a device model whose protocol characteristics are found
-    /// in it by UUID. `builtIn` values (a device name, an appearance) stand where the recording
-    /// read nothing at that handle of the built-in table; with a recorded table only recorded
-    /// values are used, since the built-in handles mean other things there.
-    static func server(_ recorded: RecordedTable?, builtIn: String, serverMTU: UInt16, values: [UInt16: [UInt8]]) -> GATTServer {
+    /// in it by UUID; without one, over the model's `builtIn` table (its protocol's
+    /// `builtInAttributeTable`) with `values` (a device name, an appearance) at its handles. With a
+    /// recorded table only recorded values are used, since the built-in handles mean other things there.
+    static func server(_ recorded: RecordedTable?, builtIn: AttributeTable?, serverMTU: UInt16, values: [UInt16: [UInt8]]) -> GATTServer {
         guard let recorded else {
-            return GATTServer(table: BuiltInProfiles.table(named: builtIn)?.table ?? AttributeTable(), serverMTU: serverMTU, values: values)
+            return GATTServer(table: builtIn ?? AttributeTable(), serverMTU: serverMTU, values: values)
         }
         let server = GATTServer(table: recorded.table, serverMTU: min(serverMTU, recorded.serverMTU ?? serverMTU), values: recorded.values)
         if let limit = recorded.maxPreparedWrites { server.maxPreparedWrites = max(1, limit) }

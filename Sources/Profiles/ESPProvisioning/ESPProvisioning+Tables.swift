@@ -1,0 +1,26 @@
+import ATT
+import GATT
+
+/// What ESP-IDF provisioning tells the GATT layer: its `--profile esp` table
+/// and prov-config, whose CmdSetConfig carries the passphrase (by UUID and by 0x2901 name).
+extension ESPProvisioningProtocol {
+    public static let shortName = "esp"
+
+    public static let builtInTable: String? = """
+        {"name": "ESP-IDF provisioning", "services": [\(BuiltInProfiles.commonServices),
+          {"uuid": "021a9004-0382-4aea-bff4-6b3f1c5adfb4", "startHandle": 10, "endHandle": 25, "characteristics": [
+            {"uuid": "021aff50-0382-4aea-bff4-6b3f1c5adfb4", "description": "prov-scan", "handle": 11, "valueHandle": 12, "properties": ["read", "write"],
+             "descriptors": [{"uuid": "0x2901", "handle": 13}]},
+            {"uuid": "021aff51-0382-4aea-bff4-6b3f1c5adfb4", "description": "prov-session", "handle": 14, "valueHandle": 15, "properties": ["read", "write"],
+             "descriptors": [{"uuid": "0x2901", "handle": 16}]},
+            {"uuid": "021aff52-0382-4aea-bff4-6b3f1c5adfb4", "description": "prov-config", "handle": 17, "valueHandle": 18, "properties": ["read", "write"],
+             "descriptors": [{"uuid": "0x2901", "handle": 19}]},
+            {"uuid": "021aff53-0382-4aea-bff4-6b3f1c5adfb4", "description": "proto-ver", "handle": 20, "valueHandle": 21, "properties": ["read", "write"],
+             "descriptors": [{"uuid": "0x2901", "handle": 22}]},
+            {"uuid": "021aff4f-0382-4aea-bff4-6b3f1c5adfb4", "description": "prov-ctrl", "handle": 23, "valueHandle": 24, "properties": ["read", "write"],
+             "descriptors": [{"uuid": "0x2901", "handle": 25}]}]}]}
+        """
+
+    public static let secretCharacteristics: Set<BluetoothUUID> = [ESPProvisioning.Endpoint.config.defaultUUID]
+    public static let secretEndpointNames: Set<String> = [ESPProvisioning.Endpoint.config.rawValue]
+}

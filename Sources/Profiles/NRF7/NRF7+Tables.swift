@@ -1,0 +1,20 @@
+import ATT
+import GATT
+
+/// What nRF7 provisioning tells the GATT layer: its `--profile nrf7` table and
+/// the control point whose SET_CONFIG carries the passphrase.
+extension NRF7Protocol {
+    public static let shortName = "nrf7"
+
+    public static let builtInTable: String? = """
+        {"name": "nRF7 Wi-Fi provisioning", "services": [\(BuiltInProfiles.commonServices),
+          {"uuid": "14387800-130c-49e7-b877-2881c89cb258", "startHandle": 10, "endHandle": 18, "characteristics": [
+            {"uuid": "14387801-130c-49e7-b877-2881c89cb258", "handle": 11, "valueHandle": 12, "properties": ["read"]},
+            {"uuid": "14387802-130c-49e7-b877-2881c89cb258", "handle": 13, "valueHandle": 14, "properties": ["write", "indicate"],
+             "descriptors": [{"uuid": "0x2902", "handle": 15}]},
+            {"uuid": "14387803-130c-49e7-b877-2881c89cb258", "handle": 16, "valueHandle": 17, "properties": ["notify"],
+             "descriptors": [{"uuid": "0x2902", "handle": 18}]}]}]}
+        """
+
+    public static let secretCharacteristics: Set<BluetoothUUID> = [NRF7.controlPoint]
+}

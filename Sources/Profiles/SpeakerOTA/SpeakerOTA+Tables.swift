@@ -1,0 +1,22 @@
+import ATT
+import GATT
+
+/// What the speaker protocol tells the GATT layer: its `--profile speaker` table
+/// and the characteristic that carries the Wi-Fi password.
+extension SpeakerOTAProtocol {
+    public static let shortName = "speaker"
+
+    public static let builtInTable: String? = """
+        {"name": "ChaoticVolt speaker (OTA)", "services": [\(BuiltInProfiles.commonServices),
+          {"uuid": "00000001-1234-5678-9abc-def012345678", "startHandle": 10, "endHandle": 21, "characteristics": [
+            {"uuid": "00000002-1234-5678-9abc-def012345678", "handle": 11, "valueHandle": 12, "properties": ["read", "write"]},
+            {"uuid": "00000005-1234-5678-9abc-def012345678", "handle": 13, "valueHandle": 14, "properties": ["write"]},
+            {"uuid": "00000006-1234-5678-9abc-def012345678", "handle": 15, "valueHandle": 16, "properties": ["write"]},
+            {"uuid": "00000007-1234-5678-9abc-def012345678", "handle": 17, "valueHandle": 18, "properties": ["write"]},
+            {"uuid": "00000008-1234-5678-9abc-def012345678", "handle": 19, "valueHandle": 20, "properties": ["read", "notify"],
+             "descriptors": [{"uuid": "0x2902", "handle": 21}]}]}]}
+        """
+
+    /// OTA_CREDENTIALS: SSID, NUL, password.
+    public static let secretCharacteristics: Set<BluetoothUUID> = [SpeakerOTA.credentials]
+}
