@@ -40,6 +40,8 @@ public final class TimelineBuilder {
     var advertising: AdvertisingTracker
     var connectAttempts: [AdvertisingDiagnoses.Attempt] = []
     static let maxConnectAttempts = 1000
+    /// The protocols' analysis hooks by protocol name.
+    private let analysis: [String: any ProtocolAnalysis.Type]
 
     /// The OTA state of one device as the status notifications tell it.
     struct OTATrack {
@@ -58,10 +60,12 @@ public final class TimelineBuilder {
     /// Events come in the order they are found: a gap is told when the silence ends.
     public var onEvent: ((TimelineEvent) -> Void)?
 
-    /// `protocols`: the device protocols whose advertised services name a device's protocol.
+    /// `protocols`: the device protocols whose events the timeline tells and whose advertised
+    /// services name a device's protocol.
     public init(source: String, format: String, protocols: ProtocolSet) {
         timeline = Timeline(source: source, format: format, records: 0)
         advertising = AdvertisingTracker(protocols: protocols)
+        analysis = Dictionary(protocols.conforming(to: (any ProtocolAnalysis.Type).self).map { ($0.name, $0) }) { first, _ in first }
     }
 
     // MARK: Input
@@ -408,7 +412,8 @@ public final class TimelineBuilder {
         let d = timeline.connections[c].device
         if !timeline.devices[d].protocols.contains(e.protocolName) { timeline.devices[d].protocols.append(e.protocolName) }
         let frames = e.firstFrame == e.frame ? [e.frame] : [e.firstFrame, e.frame]
-        let (lane, summary, fields) = EventDescription.describe(e)
+        let (summary, fields) = EventDescription.describe(e)
+        let lane = analysis[e.protocolName]?.lane ?? .provisioning
         add(TimelineEvent(time: time, device: d, connection: c, lane: lane, kind: e.kind, summary: summary, fields: fields,
                           frames: frames, message: e.message, problems: e.problems))
         if let w = lastWrite[c], w.frame == e.frame, w.length >= timeline.connections[c].mtu - 3, e.firstFrame == e.frame,
