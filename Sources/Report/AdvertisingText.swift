@@ -4,20 +4,20 @@ import GATT
 import HCI
 
 /// Text for advertising reports: one line each in `decode`.
-enum AdvertisingText {
+public enum AdvertisingText {
     /// The names of the Flags AD bits that are set.
-    static func flagNames(_ f: UInt8) -> [String] {
+    public static func flagNames(_ f: UInt8) -> [String] {
         let names = ["le-limited-discoverable", "le-general-discoverable", "br-edr-not-supported",
                      "le-br-edr-controller", "le-br-edr-host"]
         return names.indices.filter { f & (1 << $0) != 0 }.map { names[$0] }
     }
 
     /// Printable text of a name read off the air: control characters as \u{..}.
-    static func printable(_ s: String) -> String {
+    public static func printable(_ s: String) -> String {
         String(s.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7F ? "\\u{\(String($0.value, radix: 16))}" : String($0) }.joined())
     }
 
-    static func line(_ r: AdvertisingReport) -> String {
+    public static func line(_ r: AdvertisingReport) -> String {
         var s = "ADV \(r.eventName)"
         if let a = r.address { s += " \(a)" + (r.addressType.map { " (\($0))" } ?? "") } else { s += " anonymous" }
         if let t = r.targetAddress { s += " -> \(t)" }
