@@ -52,7 +52,8 @@ extension SpeakerOTAProtocol: ProtocolAuditing {
             case .errorResponse(let opcode, let handle, _):
                 if opcode == 0x12 { pendingWrites[handle] = nil }
             case .prepareWriteRequest:
-                if isCommand, !encrypted { pendingLongWrite = (name + " long write", record, time) }
+                // Long writes are followed on OTA_URL only: a control command fits one write.
+                if uuid == SpeakerOTA.url, !encrypted { pendingLongWrite = ("OTA_URL long write", record, time) }
             case .executeWriteRequest(let flags):
                 if flags & 1 == 0 { pendingLongWrite = nil }
             case .executeWriteResponse:
