@@ -135,7 +135,7 @@ enum CorpusImporter {
         } catch {
             throw ImportError(description: "cannot redact it (\(error.description)), so it is not imported")
         }
-        let secrets = outcome.secrets.map(\.secret.unsafeBytes).filter { $0.count >= 4 && !$0.allSatisfy { $0 == CorpusSecrets.filler } }
+        let secrets = outcome.secrets.map(\.secret.unsafeBytes).filter { $0.count >= 4 && !$0.allSatisfy { $0 == CredentialLayout.filler } }
         let redacted = try Array(Data(contentsOf: URL(fileURLWithPath: temp)))
 
         var out = Collector(secrets: secrets)
@@ -147,7 +147,7 @@ enum CorpusImporter {
             guard let info, info.role == .value else { return }
             let uuid = info.uuid
             let endpoint = table?.userDescriptions[handle]
-            let clean = CorpusSecrets.redact(bytes, characteristic: uuid, endpoint: endpoint)
+            let clean = GATTLabProtocols.all.redactingCredentials(bytes, characteristic: uuid, endpoint: endpoint)
             switch uuid {
             case SpeakerOTA.status: out.add("status", clean)
             case SpeakerOTA.credentials: out.add("credentials", clean)
@@ -262,30 +262,8 @@ enum CorpusImporter {
     }
 }
 
-/// Secret bytes in device-protocol values, overwritten with '*' (the idea of Replay's
-/// CredentialValues, which is internal to Replay): speaker credentials after the NUL, URL user
-/// info and tokens, nRF7 and ESP-IDF Wi-Fi passphrases.
+/// What the corpus import keeps out of the corpus: values that still hold a secret the redaction found.
 enum CorpusSecrets {
-    static let filler: UInt8 = 0x2A
-
-    static func redact(_ bytes: [UInt8], characteristic: BluetoothUUID, endpoint: String?) -> [UInt8] {
-        var ranges: [Range<Int>] = []
-        if characteristic == SpeakerOTA.credentials {
-            ranges = [(bytes.firstIndex(of: 0).map { $0 + 1 } ?? 0)..<bytes.count]
-        } else if characteristic == SpeakerOTA.url {
-            ranges = SpeakerOTA.FirmwareURL(bytes: bytes).secretParts.map(\.range)
-        } else if characteristic == NRF7.controlPoint {
-            ranges = ProtoWire.bytesField([11, 2], in: bytes).map { [$0] } ?? []
-        } else if characteristic == ESPProvisioning.Endpoint.config.defaultUUID || endpoint == ESPProvisioning.Endpoint.config.rawValue {
-            ranges = ProtoWire.bytesField([12, 2], in: bytes).map { [$0] } ?? []
-        }
-        var out = bytes
-        for r in ranges where r.lowerBound >= 0 && r.upperBound <= out.count {
-            for i in r { out[i] = filler }
-        }
-        return out
-    }
-
     static func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
         guard !needle.isEmpty, haystack.count >= needle.count else { return false }
         return (0...(haystack.count - needle.count)).contains { i in haystack[i..<(i + needle.count)].elementsEqual(needle) }

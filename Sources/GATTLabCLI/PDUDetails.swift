@@ -15,12 +15,14 @@ enum PDUDetails {
     static func handle(_ h: UInt16) -> String { "0x" + String(h, radix: 16).leftPad(4) }
 
     /// Whether a value must be redacted: it belongs to a characteristic that carries secrets, or
-    /// it is a firmware URL with a password or token in it.
-    /// A part of a long write (`partial`) of a URL cannot be told safe alone: it is redacted.
+    /// its protocol finds credentials in it (a firmware URL with a password or token).
+    /// A part of a long write (`partial`) of such a value cannot be told safe alone: it is redacted.
     static func isSecret(_ info: HandleInfo?, name: String? = nil, value: [UInt8]? = nil, partial: Bool = false) -> Bool {
         guard let info, info.role == .value else { return false }
-        if info.uuid == SpeakerOTA.url, let value { return partial || !SpeakerOTA.FirmwareURL(bytes: value).secretParts.isEmpty }
-        return GATTLabProtocols.all.isSecretBearing(info.uuid, endpointName: name)
+        let protocols = GATTLabProtocols.all
+        if protocols.isSecretBearing(info.uuid, endpointName: name) { return true }
+        guard let value, let layout = protocols.credentials(in: value, characteristic: info.uuid, endpoint: name) else { return false }
+        return partial || !layout.secret.isEmpty
     }
 
     /// Whether an ATT event's value must be redacted: by UUID, or by the endpoint name the table read.

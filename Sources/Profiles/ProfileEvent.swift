@@ -119,6 +119,10 @@ public protocol DeviceProtocol: Sendable {
     static var secretCharacteristics: Set<BluetoothUUID> { get }
     /// The same, for endpoints known by their 0x2901 name.
     static var secretEndpointNames: Set<String> { get }
+    /// Where the credentials lie in a value on one of its characteristics (`endpoint`: its
+    /// 0x2901 name), so that a value can be shown, stored or shared with them overwritten; nil
+    /// when the value carries none. Decode output, fuzz corpora and replay scripts use it.
+    static func credentials(in bytes: [UInt8], characteristic: BluetoothUUID, endpoint: String?) -> CredentialLayout?
     init()
     /// Starts on a connection with the keys the user gave; protocols without keys ignore them.
     init(keys: ProtocolKeys)
@@ -136,6 +140,7 @@ extension DeviceProtocol {
     public static var builtInTable: String? { nil }
     public static var secretCharacteristics: Set<BluetoothUUID> { [] }
     public static var secretEndpointNames: Set<String> { [] }
+    public static func credentials(in bytes: [UInt8], characteristic: BluetoothUUID, endpoint: String?) -> CredentialLayout? { nil }
     public init(keys: ProtocolKeys) { self.init() }
 
     /// `builtInTable` parsed, with the table's name; nil when there is none (or it does not parse,

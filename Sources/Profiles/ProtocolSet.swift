@@ -55,6 +55,53 @@ public struct ProtocolSet: Sendable {
     }
 }
 
+extension ProtocolSet {
+    /// Where the credentials lie in a value, by the protocol that claims it; nil when none does.
+    public func credentials(in bytes: [UInt8], characteristic: BluetoothUUID, endpoint: String?) -> CredentialLayout? {
+        for type in types {
+            if let c = type.credentials(in: bytes, characteristic: characteristic, endpoint: endpoint) { return c }
+        }
+        return nil
+    }
+
+    /// `bytes` with every credential overwritten with '*'; unchanged when it carries none.
+    public func redactingCredentials(_ bytes: [UInt8], characteristic: BluetoothUUID, endpoint: String?) -> [UInt8] {
+        credentials(in: bytes, characteristic: characteristic, endpoint: endpoint)?.redacting(bytes) ?? bytes
+    }
+}
+
+/// Where the credentials lie in one value of a protocol: the bytes to overwrite, and the SSID
+/// that goes with them.
+public struct CredentialLayout: Sendable, Hashable {
+    /// The value's format, stable: replay scripts keep it (`speaker-credentials`).
+    public var format: String
+    /// What `replay run --set NAME=...` may give for it (`ssid`, `password`, `url`).
+    public var fields: [String]
+    /// The secret bytes (empty: the value carries none this time, such as a URL without a
+    /// password or token).
+    public var secret: [Range<Int>]
+    public var ssid: [UInt8]?
+
+    public init(format: String, fields: [String], secret: [Range<Int>], ssid: [UInt8]? = nil) {
+        self.format = format
+        self.fields = fields
+        self.secret = secret
+        self.ssid = ssid
+    }
+
+    /// What overwrites a secret's bytes.
+    public static let filler: UInt8 = 0x2A  // '*'
+
+    /// `bytes` with the secret ranges overwritten.
+    public func redacting(_ bytes: [UInt8]) -> [UInt8] {
+        var out = bytes
+        for r in secret where r.lowerBound >= 0 && r.upperBound <= out.count {
+            for i in r { out[i] = Self.filler }
+        }
+        return out
+    }
+}
+
 /// A key a protocol needs to read encrypted sessions, given by the user on the command line
 /// as `--NAME VALUE`. The value is a secret: it is parsed into a `Secret` and never printed,
 /// not even in the error for a malformed one.

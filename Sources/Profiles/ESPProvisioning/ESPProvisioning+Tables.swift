@@ -24,3 +24,15 @@ extension ESPProvisioningProtocol {
     public static let secretCharacteristics: Set<BluetoothUUID> = [ESPProvisioning.Endpoint.config.defaultUUID]
     public static let secretEndpointNames: Set<String> = [ESPProvisioning.Endpoint.config.rawValue]
 }
+
+extension ESPProvisioningProtocol {
+    /// A security 0 prov-config set-config's passphrase: WiFiConfigPayload.cmd_set_config (12) .
+    /// passphrase (2). (Under security 1 the value is ciphertext; the replay finds it in the plaintext.)
+    public static func credentials(in bytes: [UInt8], characteristic: BluetoothUUID, endpoint: String?) -> CredentialLayout? {
+        guard characteristic == ESPProvisioning.Endpoint.config.defaultUUID || endpoint == ESPProvisioning.Endpoint.config.rawValue,
+              let range = ProtoWire.bytesField([12, 2], in: bytes) else { return nil }
+        var ssid: [UInt8]?
+        if case .setConfig(let c)? = ESPProvisioning.ConfigMessage.decode(bytes).0?.payload { ssid = c.ssid }
+        return CredentialLayout(format: "esp-set-config", fields: ["ssid", "password"], secret: [range], ssid: ssid)
+    }
+}

@@ -18,3 +18,13 @@ extension NRF7Protocol {
 
     public static let secretCharacteristics: Set<BluetoothUUID> = [NRF7.controlPoint]
 }
+
+extension NRF7Protocol {
+    /// A SET_CONFIG request's passphrase: Request.config (11) . WifiConfig.passphrase (2); the
+    /// SSID at config.wifi (1) . ssid (1).
+    public static func credentials(in bytes: [UInt8], characteristic: BluetoothUUID, endpoint: String?) -> CredentialLayout? {
+        guard characteristic == NRF7.controlPoint, let range = ProtoWire.bytesField([11, 2], in: bytes) else { return nil }
+        let ssid = ProtoWire.bytesField([11, 1, 1], in: bytes).map { Array(bytes[$0]) }
+        return CredentialLayout(format: "nrf7-set-config", fields: ["ssid", "password"], secret: [range], ssid: ssid)
+    }
+}

@@ -20,3 +20,21 @@ extension SpeakerOTAProtocol {
     /// OTA_CREDENTIALS: SSID, NUL, password.
     public static let secretCharacteristics: Set<BluetoothUUID> = [SpeakerOTA.credentials]
 }
+
+extension SpeakerOTAProtocol {
+    /// The password after the credentials' NUL (all of it without one); a URL's user info and tokens.
+    public static func credentials(in bytes: [UInt8], characteristic: BluetoothUUID, endpoint: String?) -> CredentialLayout? {
+        switch characteristic {
+        case SpeakerOTA.credentials:
+            guard let nul = bytes.firstIndex(of: 0) else {
+                return CredentialLayout(format: "speaker-credentials", fields: ["ssid", "password"], secret: [0..<bytes.count])
+            }
+            return CredentialLayout(format: "speaker-credentials", fields: ["ssid", "password"], secret: [(nul + 1)..<bytes.count],
+                                    ssid: Array(bytes[..<nul]))
+        case SpeakerOTA.url:
+            return CredentialLayout(format: "speaker-url", fields: ["url"], secret: SpeakerOTA.FirmwareURL(bytes: bytes).secretParts.map(\.range))
+        default:
+            return nil
+        }
+    }
+}
