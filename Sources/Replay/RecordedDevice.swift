@@ -59,9 +59,9 @@ public struct RecordedDevice: Sendable {
     }
 
     /// The recorded device as an emulated one: the protocol's device shaped like it, or, for a
-    /// protocol GATTLab does not model, the clone. Nil when the capture has no table to clone.
-    public func emulated(values: [Int: [UInt8]], settings: [String: String] = [:]) -> EmulatedDeviceSpec? {
-        if let kind, let base = EmulatedDeviceSpec.named(kind) {
+    /// protocol none of `protocols` models, the clone. Nil when the capture has no table to clone.
+    public func emulated(values: [Int: [UInt8]], settings: [String: String] = [:], protocols: ProtocolSet) -> EmulatedDeviceSpec? {
+        if let kind, let base = EmulatedDeviceSpec.named(kind, protocols: protocols) {
             var spec = shape(base, values: values, settings: settings).withRecordedFault(fault)
             spec.name = "recorded"
             return spec

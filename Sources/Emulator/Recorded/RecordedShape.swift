@@ -34,97 +34,36 @@ public struct RecordedFault: Sendable, Hashable {
         h.combine(speakerLinkLoss?.progress)
         h.combine(nrf7LinkLoss)
     }
-
-    /// What the emulated device will do, for its summary.
-    var sentence: String? {
-        if let (state, progress) = speakerLinkLoss {
-            return state == .downloading ? "the link lost at \(progress) % of the download, as recorded" : "the link lost in \(state), as recorded"
-        }
-        if let raw = nrf7LinkLoss { return "the link lost in connection state \(NRF7.state(raw)), as recorded" }
-        return nil
-    }
 }
 
 extension EmulatedDeviceSpec {
-    /// The same device model failing as the recorded device did (`RecordedFault`).
+    /// The same device model failing as the recorded device did (`RecordedFault`), where its
+    /// model can fail so.
     public func withRecordedFault(_ fault: RecordedFault) -> EmulatedDeviceSpec {
+        guard let (failing, sentence) = configuration?.withFault(fault) else { return self }
         var spec = self
-        switch configuration {
-        case .speaker(var c)?:
-            guard let (state, progress) = fault.speakerLinkLoss else { return self }
-            c.disconnectAt = state
-            c.disconnectAtProgress = state == .downloading ? progress : nil
-            spec.set(.speaker(c))
-        case .nrf7(var c)?:
-            guard let raw = fault.nrf7LinkLoss else { return self }
-            c.disconnectAt = raw
-            spec.set(.nrf7(c))
-        default:
-            return self
-        }
-        if let s = fault.sentence { spec.summary += "; \(s)" }
+        spec.set(failing)
+        spec.summary += "; \(sentence)"
         return spec
     }
 
     /// The same device model (its faults and quirks kept) serving a recorded device's database:
     /// its handles, extra services and read values, the MTU it accepted and its prepare-queue size.
     public func withRecordedTable(_ recorded: RecordedTable) -> EmulatedDeviceSpec {
+        guard var c = configuration else { return self }
         var spec = self
         if let mtu = recorded.serverMTU { spec.serverMTU = min(spec.serverMTU, max(23, mtu)) }
-        switch configuration {
-        case .speaker(var c)?:
-            c.recordedTable = recorded
-            spec.set(.speaker(c))
-        case .sensor(var c)?:
-            c.recordedTable = recorded
-            spec.set(.sensor(c))
-        case .nrf7(var c)?:
-            c.recordedTable = recorded
-            spec.set(.nrf7(c))
-        case .esp(var c)?:
-            c.recordedTable = recorded
-            spec.set(.esp(c))
-        case nil:
-            return self
-        }
+        c.recordedTable = recorded
+        spec.set(c)
         spec.summary += " (with the recorded GATT table)"
         return spec
     }
 
     /// The same device model keeping the recorded device's pace.
     public func withCadence(_ cadence: RecordedCadence) -> EmulatedDeviceSpec {
+        guard let c = configuration else { return self }
         var spec = self
-        switch configuration {
-        case .speaker(var c)?:
-            if let v = cadence.firmwareKB { c.firmwareKB = max(1, v) }
-            if let v = cadence.totalKBFromDownload { c.totalKBFromDownload = v }
-            if let v = cadence.progressEveryKB { c.progressEveryKB = max(1, v) }
-            if let v = cadence.downloadKBPerSecond { c.downloadKBPerSecond = max(1, v) }
-            spec.set(.speaker(c))
-        case .sensor(var c)?:
-            if let v = cadence.scanDuration { c.scanDuration = max(0, v) }
-            if let v = cadence.notificationGap { c.notificationGap = max(0, v) }
-            if let v = cadence.separateMarkers { c.separateMarkers = v }
-            spec.set(.sensor(c))
-        case .nrf7(var c)?:
-            if let v = cadence.scanDuration { c.scanDuration = max(0, v) }
-            spec.set(.nrf7(c))
-        case .esp(var c)?:
-            if let v = cadence.scanDuration { c.scanDuration = max(0, v) }
-            spec.set(.esp(c))
-        case nil:
-            return self
-        }
-        return spec
-    }
-
-    /// The same ESP-IDF device with its configuration changed (a replay shapes the security
-    /// scheme, proto-ver answer and PoP like the recorded device's); other devices unchanged.
-    public func withESP(_ change: (inout ESPConfiguration) -> Void) -> EmulatedDeviceSpec {
-        guard case .esp(var c)? = configuration else { return self }
-        change(&c)
-        var spec = self
-        spec.set(.esp(c))
+        spec.set(c.withCadence(cadence))
         return spec
     }
 
@@ -134,16 +73,5 @@ extension EmulatedDeviceSpec {
         EmulatedDeviceSpec(name: name, kind: "clone", summary: "a clone of the recorded device: its database, its answers as recorded",
                            serverMTU: recorded.serverMTU ?? 247,
                            make: { ClonedDevice.factory(recorded, reactions: reactions, unsolicited: unsolicited, answers: answers, serverMTU: $0) })
-    }
-
-    /// Puts a changed configuration in place, with the factory that builds it.
-    mutating func set(_ c: DeviceConfiguration) {
-        configuration = c
-        switch c {
-        case .speaker(let s): make = { SpeakerDevice.factory(s, serverMTU: $0) }
-        case .sensor(let s): make = { SensorDevice.factory(s, serverMTU: $0) }
-        case .nrf7(let s): make = { NRF7Device.factory(s, serverMTU: $0) }
-        case .esp(let s): make = { ESPDevice.factory(s, serverMTU: $0) }
-        }
     }
 }
