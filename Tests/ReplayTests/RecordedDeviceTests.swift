@@ -142,12 +142,13 @@ final class RecordedDeviceTests: XCTestCase {
         let source = SessionScript.Source(capture: "hand", peer: nil, connections: [], start: 0)
         var steps = [ReplayStep(.connect, at: 0), status(.wifiConnecting, 0), status(.downloading, 20), status(.downloading, 40), ReplayStep(.linkLost, at: 1)]
         var fault = RecordedDevice.fault(SessionScript(source: source, device: "speaker", redacted: false, steps: steps))
-        XCTAssertEqual(fault.speakerLinkLoss?.state, .downloading)
-        XCTAssertEqual(fault.speakerLinkLoss?.progress, 40)
+        let failing = SpeakerConfiguration().withFault(fault)?.configuration
+        XCTAssertEqual(failing?.disconnectAt, .downloading)
+        XCTAssertEqual(failing?.disconnectAtProgress, 40)
         // The phone hanging up is not the device's failure.
         steps[steps.count - 1] = ReplayStep(.disconnect, at: 1)
         fault = RecordedDevice.fault(SessionScript(source: source, device: "speaker", redacted: false, steps: steps))
-        XCTAssertNil(fault.speakerLinkLoss)
+        XCTAssertEqual(fault, RecordedFault())
     }
 
     /// A real capture of a device GATTLab has no model of: its clone, and the capture's session

@@ -1,3 +1,4 @@
+import ATT
 import Profiles
 
 /// The pace a recorded device kept, where its protocol has one: how large its firmware was and
@@ -15,24 +16,35 @@ public struct RecordedCadence: Sendable, Hashable {
     public init() {}
 }
 
-/// How a recorded device failed, where its protocol's model can fail so: the link it lost in a
-/// protocol state (the speaker during a download, at its last reported progress; the nRF7 in a
-/// connection state). `emu:recorded` and `emulate --from` serve it; a named device does not,
-/// so a replay against it still tells whether a healthy device fails there too.
+/// How a recorded device failed: it lost the link (the device's side, not a phone hanging up)
+/// after notifying these values. A protocol's model reads from them the state it failed in (the
+/// speaker's last status, the nRF7's last connection state; `DeviceConfiguring.withFault`).
+/// `emu:recorded` and `emulate --from` serve it; a named device does not, so a replay against it
+/// still tells whether a healthy device fails there too.
 public struct RecordedFault: Sendable, Hashable {
-    public var speakerLinkLoss: (state: SpeakerOTA.State, progress: UInt8)?
-    public var nrf7LinkLoss: Int?
-    public init() {}
-
-    public static func == (a: RecordedFault, b: RecordedFault) -> Bool {
-        a.speakerLinkLoss?.state == b.speakerLinkLoss?.state && a.speakerLinkLoss?.progress == b.speakerLinkLoss?.progress
-            && a.nrf7LinkLoss == b.nrf7LinkLoss
+    /// One notification: its characteristic (as scripts write it) and value.
+    public struct Notification: Sendable, Hashable {
+        public var characteristic: String
+        public var value: [UInt8]
+        public init(characteristic: String, value: [UInt8]) {
+            self.characteristic = characteristic
+            self.value = value
+        }
     }
 
-    public func hash(into h: inout Hasher) {
-        h.combine(speakerLinkLoss?.state)
-        h.combine(speakerLinkLoss?.progress)
-        h.combine(nrf7LinkLoss)
+    /// The device's notifications before it lost the link, oldest first; empty when it did not.
+    public var notifiedBeforeLinkLoss: [Notification]
+
+    public init(notifiedBeforeLinkLoss: [Notification] = []) {
+        self.notifiedBeforeLinkLoss = notifiedBeforeLinkLoss
+    }
+
+    /// The newest value notified on `characteristic` that `read` understands.
+    public func last<T>(on characteristic: BluetoothUUID, _ read: ([UInt8]) -> T?) -> T? {
+        for n in notifiedBeforeLinkLoss.reversed() where n.characteristic == characteristic.canonicalString {
+            if let value = read(n.value) { return value }
+        }
+        return nil
     }
 }
 

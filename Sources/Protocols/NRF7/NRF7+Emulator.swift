@@ -26,7 +26,7 @@ extension NRF7Configuration: DeviceConfiguring {
 
     /// The link lost in the connection state the last result reported.
     public func withFault(_ fault: RecordedFault) -> (configuration: NRF7Configuration, sentence: String)? {
-        guard let raw = fault.nrf7LinkLoss else { return nil }
+        guard let raw = fault.last(on: NRF7.dataOut, { NRF7.Result.decode($0).0?.state?.raw }) else { return nil }
         var c = self
         c.disconnectAt = raw
         return (c, "the link lost in connection state \(NRF7.state(raw)), as recorded")

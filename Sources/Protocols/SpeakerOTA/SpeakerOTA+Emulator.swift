@@ -34,7 +34,8 @@ extension SpeakerConfiguration: DeviceConfiguring {
 
     /// The link lost in the state the last status reported (during a download: at its progress).
     public func withFault(_ fault: RecordedFault) -> (configuration: SpeakerConfiguration, sentence: String)? {
-        guard let (state, progress) = fault.speakerLinkLoss else { return nil }
+        guard let status = fault.last(on: SpeakerOTA.status, { SpeakerOTA.Status.decode($0).0 }), let state = status.state else { return nil }
+        let progress = status.progress
         var c = self
         c.disconnectAt = state
         c.disconnectAtProgress = state == .downloading ? progress : nil
