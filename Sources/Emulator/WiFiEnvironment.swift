@@ -45,6 +45,8 @@ public struct WiFiEnvironment: Sendable, Hashable {
     /// The scenarios' home network and its passphrase.
     public static let homeSSID = "HomeNet"
     public static let homePassphrase = "correct horse battery staple"
+    /// A passphrase one letter off the home network's: the join fails on authentication.
+    public static let wrongPassphrase = "correct horse battery stapler"
 
     /// A neighbourhood that is the same for the same seed: the home network on 2.4 GHz, its
     /// 5 GHz twin (same passphrase), and neighbours.

@@ -22,7 +22,7 @@ public enum BlackBox {
                               protocols: ProtocolSet,
                               connect: @escaping @Sendable () -> any TimedATTBearer & LinkControl) throws(FuzzError) -> FuzzTarget {
         let base = try FuzzTargets.named(kind, protocols: protocols)
-        let state = State()
+        let state = State(speakerStatusHandle: kind == "device-speaker" ? speakerStatusHandle(protocols) : nil)
         return FuzzTarget(name: kind, summary: "\(base.summary), black-box over \(label)", maxLength: base.maxLength, seeds: base.seeds,
                           mutator: base.mutator, minimizeTries: 60, execute: { input, f in
             let box = OutcomeBox()
@@ -48,9 +48,12 @@ public enum BlackBox {
 
     /// What black-box runs share: the reference scan and the last exchange's recording.
     final class State: @unchecked Sendable {
+        /// Where the speaker keeps OTA_STATUS, for a device-speaker target.
+        let speakerStatusHandle: UInt16?
         private let lock = NSLock()
         private var recording: Recording?
         private var referenceNetworks: Set<String>?
+        init(speakerStatusHandle: UInt16?) { self.speakerStatusHandle = speakerStatusHandle }
         func setLast(_ r: Recording) { lock.withLock { recording = r } }
         func last() -> Recording? { lock.withLock { recording } }
         func reference() -> Set<String>? { lock.withLock { referenceNetworks } }
@@ -120,7 +123,7 @@ public enum BlackBox {
                     return .finding(kind: "no-answer", detail: "no answer to opcode 0x\(String(opcode, radix: 16)) within \(timeout / 1000) ms")
                 }
                 f.add(3, UInt64(answer.first ?? 0) << 8 | UInt64(answer.count > 4 ? answer[4] : 0))
-                if kind == "device-speaker", let impossible = DeviceTargets.impossibleStatus(notified.values, statusHandle: speakerStatusHandle) {
+                if kind == "device-speaker", let impossible = DeviceTargets.impossibleStatus(notified.values, statusHandle: state.speakerStatusHandle) {
                     return impossible
                 }
                 if answer.first == 0x03, answer.count >= 3, !exchanged {
@@ -205,8 +208,10 @@ public enum BlackBox {
     }
 
     /// Where the emulated speaker keeps OTA_STATUS (a real device's table would come from discovery).
-    static let speakerStatusHandle: UInt16? = EmulatedDeviceSpec.named("speaker").flatMap { spec in
-        DeviceTargets.Bench(spec).device.server.valueHandle(of: SpeakerOTA.status)
+    static func speakerStatusHandle(_ protocols: ProtocolSet) -> UInt16? {
+        EmulatedDeviceSpec.named("speaker", protocols: protocols).flatMap { spec in
+            DeviceTargets.Bench(spec).device.server.valueHandle(of: SpeakerOTA.status)
+        }
     }
 
     struct FuzzOutcomeError: Error {

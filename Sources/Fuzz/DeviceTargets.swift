@@ -92,8 +92,8 @@ enum DeviceTargets {
         return nil
     }
 
-    static func speaker(quirks: [String]) throws(FuzzError) -> FuzzTarget {
-        let spec = try device("speaker", quirks)
+    static func speaker(quirks: [String], protocols: ProtocolSet) throws(FuzzError) -> FuzzTarget {
+        let spec = try device("speaker", quirks, protocols)
         let probe = Bench(spec)
         let h = { (uuid: BluetoothUUID) in probe.device.server.valueHandle(of: uuid) ?? 0 }
         let (status, credentials, url, control) = (h(SpeakerOTA.status), h(SpeakerOTA.credentials), h(SpeakerOTA.url), h(SpeakerOTA.control))
@@ -133,8 +133,8 @@ enum DeviceTargets {
         }
     }
 
-    static func sensor(quirks: [String]) throws(FuzzError) -> FuzzTarget {
-        let spec = try device("sensor", quirks)
+    static func sensor(quirks: [String], protocols: ProtocolSet) throws(FuzzError) -> FuzzTarget {
+        let spec = try device("sensor", quirks, protocols)
         let probe = Bench(spec)
         let scan = probe.device.server.valueHandle(of: SensorScan.characteristic) ?? 0
         // What a SCAN returns at MTU 247 on a fresh device: every MTU must give the same networks.
@@ -233,9 +233,9 @@ enum DeviceTargets {
         data = encode(Array(list.prefix(64)))
     }
 
-    static func device(_ kind: String, _ quirks: [String]) throws(FuzzError) -> EmulatedDeviceSpec {
+    static func device(_ kind: String, _ quirks: [String], _ protocols: ProtocolSet) throws(FuzzError) -> EmulatedDeviceSpec {
         do {
-            return try EmulatedDeviceSpec.named(kind, quirks: quirks)
+            return try EmulatedDeviceSpec.named(kind, quirks: quirks, protocols: protocols)
         } catch {
             throw .usage("\(error)")
         }

@@ -27,8 +27,8 @@ public enum FuzzTargets {
         case "esp": return esp
         case "capture": return capture(timeline: false, protocols: protocols)
         case "timeline": return capture(timeline: true, protocols: protocols)
-        case "device-speaker": return try DeviceTargets.speaker(quirks: quirks)
-        case "device-sensor": return try DeviceTargets.sensor(quirks: quirks)
+        case "device-speaker": return try DeviceTargets.speaker(quirks: quirks, protocols: protocols)
+        case "device-sensor": return try DeviceTargets.sensor(quirks: quirks, protocols: protocols)
         case "selftest-crash": return selftestCrash
         default: throw .usage("no fuzz target '\(name)'; known: \(names.joined(separator: ", "))")
         }

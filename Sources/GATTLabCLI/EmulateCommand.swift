@@ -2,6 +2,7 @@ import ArgumentParser
 import Capture
 import Emulator
 import Foundation
+import Protocols
 
 /// `gattlab emulate`: run emulated devices against a scripted phone and record what the phone's
 /// HCI log would hold.
@@ -37,21 +38,23 @@ struct EmulateCommand: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "list", abstract: "List the devices and the scenarios.", discussion: ExitStatus.help([.success]))
 
         func run() {
-            let width = (EmulatedDeviceSpec.devices.map(\.name) + Scenario.all.map(\.name)).map(\.count).max() ?? 0
+            let protocols = GATTLabProtocols.all
+            let devices = EmulatedDeviceSpec.devices(protocols), scenarios = Scenario.all(protocols)
+            let width = (devices.map(\.name) + scenarios.map(\.name)).map(\.count).max() ?? 0
             func line(_ name: String, _ summary: String) -> String {
                 "  " + name.padding(toLength: width + 2, withPad: " ", startingAt: 0) + summary
             }
             print("Devices (gattlab emulate DEVICE --listen unix:PATH):")
-            for d in EmulatedDeviceSpec.devices { print(line(d.name, d.summary)) }
+            for d in devices { print(line(d.name, d.summary)) }
             // Quirks before the scenarios: scripts read the scenarios as everything after their heading.
             print("")
             print("Quirks (gattlab emulate DEVICE --quirk NAME, repeatable; planted bugs for fuzzers to find):")
-            for kind in ["speaker", "sensor"] {
-                for q in EmulatedDeviceSpec.knownQuirks(ofKind: kind) { print(line("\(kind) \(q.name)", q.summary)) }
+            for p in protocols.conforming(to: (any EmulatedProtocol.Type).self) {
+                for q in p.quirks { print(line("\(p.deviceKind) \(q.name)", q.summary)) }
             }
             print("")
             print("Scenarios (gattlab emulate scenario NAME; each is also a DEVICE, with the scenario's faults):")
-            for s in Scenario.all { print(line(s.name, s.summary)) }
+            for s in scenarios { print(line(s.name, s.summary)) }
         }
     }
 
@@ -77,14 +80,14 @@ struct EmulateCommand: ParsableCommand {
         var verbose = false
 
         func validate() throws {
-            guard Scenario.named(name) != nil else {
-                throw ValidationError("no scenario '\(name)'; known: \(Scenario.all.map(\.name).joined(separator: ", "))")
+            guard Scenario.named(name, protocols: GATTLabProtocols.all) != nil else {
+                throw ValidationError("no scenario '\(name)'; known: \(Scenario.all(GATTLabProtocols.all).map(\.name).joined(separator: ", "))")
             }
             guard (23...517).contains(mtu) else { throw ValidationError("--mtu must be 23 to 517") }
         }
 
         func run() throws {
-            guard let scenario = Scenario.named(name) else { throw ExitCode(ExitStatus.usage.rawValue) }
+            guard let scenario = Scenario.named(name, protocols: GATTLabProtocols.all) else { throw ExitCode(ExitStatus.usage.rawValue) }
             let box = ResultBox()
             let semaphore = DispatchSemaphore(value: 0)
             let (seed, mtu) = (seed, mtu)

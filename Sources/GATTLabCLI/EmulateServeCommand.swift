@@ -3,6 +3,7 @@ import Dispatch
 import Emulator
 import Replay
 import Foundation
+import Protocols
 import Transport
 #if canImport(Glibc)
 import Glibc
@@ -110,7 +111,7 @@ extension EmulateCommand {
         func validate() throws {
             if let device {
                 do {
-                    _ = try EmulatedDeviceSpec.named(device, quirks: quirk)
+                    _ = try EmulatedDeviceSpec.named(device, quirks: quirk, protocols: GATTLabProtocols.all)
                 } catch {
                     throw ValidationError(error.description)
                 }
@@ -139,7 +140,7 @@ extension EmulateCommand {
         /// The named device, the recorded one (--from), or the named one shaped like the recorded one.
         func deviceSpec() throws -> EmulatedDeviceSpec {
             let named = try device.map { name in
-                do { return try EmulatedDeviceSpec.named(name, quirks: quirk) } catch { throw ExitCode(ExitStatus.usage.rawValue) }
+                do { return try EmulatedDeviceSpec.named(name, quirks: quirk, protocols: GATTLabProtocols.all) } catch { throw ExitCode(ExitStatus.usage.rawValue) }
             }
             guard let from else {
                 guard let named else { throw ExitCode(ExitStatus.usage.rawValue) }
@@ -149,7 +150,7 @@ extension EmulateCommand {
             let recorded = try ReplayCommand.recordedDevice(from, ExtractOptions(peer: recordedAddress, revealSecrets: true))
             let values = (try? ReplayRunner(script: recorded.script).values()) ?? [:]
             if let named { return recorded.shape(named, values: values) }
-            guard let spec = recorded.emulated(values: values) else {
+            guard let spec = recorded.emulated(values: values, protocols: GATTLabProtocols.all) else {
                 throw Failure(.badInput, "the capture has no discovery of the device to build it from", file: from,
                               hint: "use a capture in which the phone discovered the device's services, or name a device to emulate")
             }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Capture
 import Emulator
 import Foundation
+import Protocols
 import Replay
 import Transport
 
@@ -222,7 +223,7 @@ struct ReplayCommand: ParsableCommand {
                     parsed = .emulated(spec.inEnvironment(world.environment))
                 }
             case .recorded:
-                guard let spec = recordedDevice?.emulated(values: values, settings: options.settings) else {
+                guard let spec = recordedDevice?.emulated(values: values, settings: options.settings, protocols: GATTLabProtocols.all) else {
                     throw Failure(.usage, recordedDevice == nil ? "emu:recorded is built from a capture, and this is a script"
                                                                : "the capture has no discovery of the device to build emu:recorded from",
                                   file: input, hint: "give the capture itself, one where the phone discovered the device")
@@ -406,7 +407,7 @@ enum ReplayTarget: CustomStringConvertible {
         if text == "emu:recorded" { return .recorded }
         if text.hasPrefix("emu:") {
             let name = String(text.dropFirst(4))
-            guard let spec = EmulatedDeviceSpec.named(name) else {
+            guard let spec = EmulatedDeviceSpec.named(name, protocols: GATTLabProtocols.all) else {
                 throw ValidationError("no emulated device '\(name)'; try speaker, sensor, nrf7, esp or a scenario name (gattlab emulate list)")
             }
             return .emulated(spec)

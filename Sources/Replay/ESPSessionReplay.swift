@@ -313,7 +313,7 @@ public enum ESPSessionReplay {
         // `esp` as named, or as built from the capture (emu:recorded); what shaping already put
         // in its configuration (the recorded table, Wi-Fi world, scan time) is kept.
         guard spec.name == "esp" || spec.name == "recorded", recordedDevice(script).security != nil else { return spec.factory }
-        return spec.withESP { c in c = deviceConfiguration(for: script, base: c, pop: settings["pop"]) }.factory
+        return spec.reconfigured { (c: inout ESPConfiguration) in c = deviceConfiguration(for: script, base: c, pop: settings["pop"]) }.factory
     }
 
     // MARK: Meaning, for people

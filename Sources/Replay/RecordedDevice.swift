@@ -59,9 +59,9 @@ public struct RecordedDevice: Sendable {
     }
 
     /// The recorded device as an emulated one: the protocol's device shaped like it, or, for a
-    /// protocol GATTLab does not model, the clone. Nil when the capture has no table to clone.
-    public func emulated(values: [Int: [UInt8]], settings: [String: String] = [:]) -> EmulatedDeviceSpec? {
-        if let kind, let base = EmulatedDeviceSpec.named(kind) {
+    /// protocol none of `protocols` models, the clone. Nil when the capture has no table to clone.
+    public func emulated(values: [Int: [UInt8]], settings: [String: String] = [:], protocols: ProtocolSet) -> EmulatedDeviceSpec? {
+        if let kind, let base = EmulatedDeviceSpec.named(kind, protocols: protocols) {
             var spec = shape(base, values: values, settings: settings).withRecordedFault(fault)
             spec.name = "recorded"
             return spec
@@ -326,26 +326,15 @@ public struct RecordedDevice: Sendable {
         return c
     }
 
-    /// The link the device lost (a `link-lost` step, the device's side) in the protocol state its
-    /// last notification reported: the speaker's status (and download progress), the nRF7's
-    /// connection state. A phone that hung up is no device fault.
+    /// The link the device lost (a `link-lost` step, the device's side), with the notifications
+    /// before it, from which the protocol's model reads the state it failed in. A phone that hung
+    /// up is no device fault.
     static func fault(_ script: SessionScript) -> RecordedFault {
-        var f = RecordedFault()
-        guard let loss = script.steps.lastIndex(where: { $0.action == .linkLost }) else { return f }
-        let before = script.steps[..<loss].filter { $0.action == .notification }
-        if let st = before.lazy.reversed().compactMap({ s -> SpeakerOTA.Status? in
-            guard s.characteristic == SpeakerOTA.status.canonicalString, let v = s.expect?.value.flatMap(Hex.bytes) else { return nil }
-            return SpeakerOTA.Status.decode(v).0
-        }).first, let state = st.state {
-            f.speakerLinkLoss = (state, st.progress)
-        }
-        if let state = before.lazy.reversed().compactMap({ s -> Int? in
-            guard s.characteristic == NRF7.dataOut.canonicalString, let v = s.expect?.value.flatMap(Hex.bytes) else { return nil }
-            return NRF7.Result.decode(v).0?.state?.raw
-        }).first {
-            f.nrf7LinkLoss = state
-        }
-        return f
+        guard let loss = script.steps.lastIndex(where: { $0.action == .linkLost }) else { return RecordedFault() }
+        return RecordedFault(notifiedBeforeLinkLoss: script.steps[..<loss].compactMap { s in
+            guard s.action == .notification, let characteristic = s.characteristic, let value = s.expect?.value.flatMap(Hex.bytes) else { return nil }
+            return RecordedFault.Notification(characteristic: characteristic, value: value)
+        })
     }
 
     static func median(_ values: [Int64]) -> Int64? {

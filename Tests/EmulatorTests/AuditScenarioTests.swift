@@ -11,7 +11,7 @@ import XCTest
 final class AuditScenarioTests: XCTestCase {
     func decoded(_ name: String, mtu: UInt16 = 247, configuration: ProtocolKeys = .init()) async throws
         -> (ScenarioTests.Decoded, [PairingTests.Step]) {
-        let scenario = try XCTUnwrap(Scenario.named(name), name)
+        let scenario = try XCTUnwrap(Scenario.named(name, protocols: GATTLabProtocols.all), name)
         let r = try await scenario.run(seed: 1, mtu: mtu)
         let d = ScenarioTests.decode(r.recording, configuration: configuration)
         XCTAssertEqual(d.malformed, [], name)
@@ -21,9 +21,9 @@ final class AuditScenarioTests: XCTestCase {
     static let fullUpdate = ScenarioTests.update + ["status:WIFI_CONNECTED", "status:DOWNLOADING", "status:VERIFYING", "status:SUCCESS"]
 
     func testAuditScenariosComeLastInOrder() {
-        XCTAssertEqual(Scenario.all.suffix(7).map(\.name), [
+        XCTAssertEqual(Scenario.all(GATTLabProtocols.all).suffix(7).map(\.name), [
             "speaker-secure-ota", "speaker-legacy-pairing", "speaker-sc-justworks", "speaker-credentials-readback",
-            "speaker-url-secrets", "esp-sec1-no-pop", "nrf7-open-control-point",
+            "speaker-url-secrets", "nrf7-open-control-point", "esp-sec1-no-pop",
         ])
     }
 
@@ -91,14 +91,14 @@ final class AuditScenarioTests: XCTestCase {
 
     func testNRF7OpenControlPoint() async throws {
         for mtu: UInt16 in [23, 247] {
-            let r = try await XCTUnwrap(Scenario.named("nrf7-open-control-point")).run(seed: 1, mtu: mtu)
+            let r = try await XCTUnwrap(Scenario.named("nrf7-open-control-point", protocols: GATTLabProtocols.all)).run(seed: 1, mtu: mtu)
             let d = ScenarioTests.decode(r.recording)
             XCTAssertEqual(d.malformed, [])
             XCTAssertEqual(d.link, ["connected", "disconnected:Connection Terminated by Local Host"], "never encrypted")
             XCTAssertTrue(d.summary.contains("nrf7.request:SET_CONFIG") && d.summary.contains("nrf7.state:CONNECTED"), "\(d.summary)")
             XCTAssertEqual(Self.securityErrors(r.recording), 0, "nothing asked to pair")
         }
-        let provision = try await XCTUnwrap(Scenario.named("nrf7-provision")).run(seed: 1, mtu: 247)
+        let provision = try await XCTUnwrap(Scenario.named("nrf7-provision", protocols: GATTLabProtocols.all)).run(seed: 1, mtu: 247)
         XCTAssertGreaterThan(Self.securityErrors(provision.recording), 0, "the default still needs encryption")
     }
 

@@ -11,7 +11,7 @@ import XCTest
 /// the speaker and sensor scenarios added with them.
 final class ProvisioningScenarioTests: XCTestCase {
     func summary(_ name: String, mtu: UInt16 = 247, configuration: ProtocolKeys = .init()) async throws -> ScenarioTests.Decoded {
-        let scenario = try XCTUnwrap(Scenario.named(name), name)
+        let scenario = try XCTUnwrap(Scenario.named(name, protocols: GATTLabProtocols.all), name)
         let d = ScenarioTests.decode(try await scenario.run(seed: 1, mtu: mtu).recording, configuration: configuration)
         XCTAssertEqual(d.malformed, [], name)
         return d
@@ -236,7 +236,7 @@ final class ProvisioningScenarioTests: XCTestCase {
 
     func testStacksThatStayAtMTU23() async throws {
         for name in ["speaker-mtu23-only", "sensor-mtu23-only"] {
-            let scenario = try XCTUnwrap(Scenario.named(name))
+            let scenario = try XCTUnwrap(Scenario.named(name, protocols: GATTLabProtocols.all))
             let r = try await scenario.run(seed: 1, mtu: 247)
             XCTAssertTrue(r.log.contains { $0.contains("MTU 23,") }, "\(name): \(r.log)")
         }

@@ -2,6 +2,7 @@ import ATT
 import Foundation
 import GATT
 import Profiles
+@testable import Protocols
 import TestSupport
 import Transport
 import XCTest
@@ -278,33 +279,33 @@ final class QuirkTests: XCTestCase {
     // MARK: Names
 
     func testQuirksByName() throws {
-        let spec = try EmulatedDeviceSpec.named("speaker", quirks: ["ssid-overflow", "unbounded-prepare-queue"])
+        let spec = try EmulatedDeviceSpec.named("speaker", quirks: ["ssid-overflow", "unbounded-prepare-queue"], protocols: GATTLabProtocols.all)
         XCTAssertEqual(spec.quirks, ["ssid-overflow", "unbounded-prepare-queue"])
         let device = spec.factory(VirtualScheduler(start: 0), 1) as? SpeakerDevice
         XCTAssertEqual(device?.configuration.quirks, [.ssidOverflow, .unboundedPrepareQueue])
         XCTAssertEqual(device?.server.maxPreparedWrites, .max)
 
-        let plain = try EmulatedDeviceSpec.named("speaker", quirks: [])
-        XCTAssertEqual(plain.summary, EmulatedDeviceSpec.named("speaker")?.summary)
+        let plain = try EmulatedDeviceSpec.named("speaker", quirks: [], protocols: GATTLabProtocols.all)
+        XCTAssertEqual(plain.summary, EmulatedDeviceSpec.named("speaker", protocols: GATTLabProtocols.all)?.summary)
         XCTAssertEqual((plain.factory(VirtualScheduler(start: 0), 1) as? SpeakerDevice)?.configuration.quirks, [])
 
         // Scenario devices keep their faults and MTU and take quirks on top.
-        let sensor = try EmulatedDeviceSpec.named("sensor-mtu23-only", quirks: ["split-line-loss"])
+        let sensor = try EmulatedDeviceSpec.named("sensor-mtu23-only", quirks: ["split-line-loss"], protocols: GATTLabProtocols.all)
         XCTAssertEqual(sensor.serverMTU, 23)
         XCTAssertEqual((sensor.factory(VirtualScheduler(start: 0), 1) as? SensorDevice)?.configuration.quirks, [.splitLineLoss])
-        let hangs = try EmulatedDeviceSpec.named("speaker-hangs-downloading", quirks: ["short-status-write"])
+        let hangs = try EmulatedDeviceSpec.named("speaker-hangs-downloading", quirks: ["short-status-write"], protocols: GATTLabProtocols.all)
         XCTAssertEqual((hangs.factory(VirtualScheduler(start: 0), 1) as? SpeakerDevice)?.configuration.hangAt, .downloading)
 
-        XCTAssertThrowsError(try EmulatedDeviceSpec.named("speaker", quirks: ["split-line-loss"])) { error in
+        XCTAssertThrowsError(try EmulatedDeviceSpec.named("speaker", quirks: ["split-line-loss"], protocols: GATTLabProtocols.all)) { error in
             XCTAssertEqual("\(error)", "no quirk 'split-line-loss' for the speaker; known: ssid-overflow, short-status-write, unbounded-prepare-queue")
         }
-        XCTAssertThrowsError(try EmulatedDeviceSpec.named("sensor", quirks: ["bogus"])) { error in
+        XCTAssertThrowsError(try EmulatedDeviceSpec.named("sensor", quirks: ["bogus"], protocols: GATTLabProtocols.all)) { error in
             XCTAssertEqual("\(error)", "no quirk 'bogus' for the sensor; known: split-line-loss")
         }
-        XCTAssertThrowsError(try EmulatedDeviceSpec.named("nrf7", quirks: ["ssid-overflow"])) { error in
+        XCTAssertThrowsError(try EmulatedDeviceSpec.named("nrf7", quirks: ["ssid-overflow"], protocols: GATTLabProtocols.all)) { error in
             XCTAssertTrue("\(error)".contains("has no quirks"), "\(error)")
         }
-        XCTAssertThrowsError(try EmulatedDeviceSpec.named("toaster", quirks: [])) { error in
+        XCTAssertThrowsError(try EmulatedDeviceSpec.named("toaster", quirks: [], protocols: GATTLabProtocols.all)) { error in
             XCTAssertTrue("\(error)".hasPrefix("no device 'toaster'; known: speaker"), "\(error)")
         }
     }
@@ -314,7 +315,7 @@ final class QuirkTests: XCTestCase {
     func testSocketEmulatorCountsCrashesAndStopsOnOneWhenAsked() async throws {
         let dir = try Files.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let spec = try EmulatedDeviceSpec.named("speaker", quirks: ["ssid-overflow"])
+        let spec = try EmulatedDeviceSpec.named("speaker", quirks: ["ssid-overflow"], protocols: GATTLabProtocols.all)
         let overflow = ATTPDU.writeRequest(handle: 14, value: Array(repeating: 0x41, count: 16)).encode()
         let credentialsHandle = (spec.factory(VirtualScheduler(start: 0), 1) as? SpeakerDevice)?.credentialsHandle
         XCTAssertEqual(credentialsHandle, 14)

@@ -72,7 +72,7 @@ final class ScenarioTests: XCTestCase {
     }
 
     func run(_ name: String, seed: UInt64 = 1, mtu: UInt16 = 247) async throws -> ScenarioResult {
-        let scenario = try XCTUnwrap(Scenario.named(name), name)
+        let scenario = try XCTUnwrap(Scenario.named(name, protocols: GATTLabProtocols.all), name)
         return try await scenario.run(seed: seed, mtu: mtu)
     }
 

@@ -1,6 +1,7 @@
 import ATT
 import Foundation
 import Profiles
+@testable import Protocols
 import TestSupport
 import Transport
 import XCTest
@@ -33,7 +34,7 @@ final class SocketEmulatorTests: XCTestCase {
     /// Serves `name`'s device in a task; returns the emulator and the task that ends with its counters.
     func serve(_ name: String, path: String, connections: Int?, speed: Double = speed, stop: StopSignal? = nil,
                log: (@Sendable (String) -> Void)? = nil) throws -> (SocketEmulator, Task<SocketEmulatorCounters, Never>) {
-        let spec = try XCTUnwrap(EmulatedDeviceSpec.named(name))
+        let spec = try XCTUnwrap(EmulatedDeviceSpec.named(name, protocols: GATTLabProtocols.all))
         let emulator = try SocketEmulator(device: spec, seed: 1, path: path, speed: speed)
         let task = Task { await emulator.serve(connections: connections, stop: stop, log: log) }
         return (emulator, task)
@@ -42,7 +43,7 @@ final class SocketEmulatorTests: XCTestCase {
     /// Runs one scenario over the socket; its log, or the error as the last line.
     func runOverSocket(_ scenario: Scenario, mtu: UInt16, speed: Double = speed) async throws -> [String] {
         // Short: a socket path has at most 107 bytes, and the temporary directory takes half.
-        let path = socketPath("s\(Scenario.all.firstIndex { $0.name == scenario.name } ?? 0)-\(mtu)-\(Int(speed)).sock")
+        let path = socketPath("s\(Scenario.all(GATTLabProtocols.all).firstIndex { $0.name == scenario.name } ?? 0)-\(mtu)-\(Int(speed)).sock")
         let stop = StopSignal()
         let (_, task) = try serve(scenario.name, path: path, connections: nil, speed: speed, stop: stop)
         let link = UnixSocketLink(path: path, speed: speed)
@@ -76,7 +77,7 @@ final class SocketEmulatorTests: XCTestCase {
     /// of milliseconds instead.
     func everyScenario(mtu: UInt16) async throws {
         var mismatches: [String] = []
-        for scenario in Scenario.all {
+        for scenario in Scenario.all(GATTLabProtocols.all) {
             let expected: [String]
             let duration: Int64
             do {
@@ -286,7 +287,7 @@ final class SocketEmulatorTests: XCTestCase {
     /// serves the next one.
     func testAClientThatNeverReadsIsDroppedAfterTheSendTimeout() async throws {
         let path = socketPath("flood.sock")
-        let spec = try XCTUnwrap(EmulatedDeviceSpec.named("speaker"))
+        let spec = try XCTUnwrap(EmulatedDeviceSpec.named("speaker", protocols: GATTLabProtocols.all))
         let emulator = try SocketEmulator(device: spec, seed: 1, path: path, speed: Self.speed, clientSendTimeout: 200_000)
         let lines = LogLines()
         let task = Task { await emulator.serve(connections: 2, log: { lines.add($0) }) }
@@ -344,7 +345,7 @@ final class SocketEmulatorTests: XCTestCase {
 
     func testSpeedMakesDeviceTimersFireSooner() async throws {
         // The download-stall device fails 30 s of device time after the stall: at 1000x, 30 ms.
-        let scenario = try XCTUnwrap(Scenario.named("speaker-download-stall"))
+        let scenario = try XCTUnwrap(Scenario.named("speaker-download-stall", protocols: GATTLabProtocols.all))
         let start = Date()
         let lines = try await runOverSocket(scenario, mtu: 247, speed: 1000)
         XCTAssertTrue(lines.contains { $0.hasPrefix("update ended: ERROR") }, "\(lines)")

@@ -86,7 +86,7 @@ final class FuzzTests: XCTestCase {
 
     func testBlackBoxFindsAPlantedBugThroughAnEmulatorProcess() async throws {
         let path = dir.appendingPathComponent("speaker.sock").path
-        let spec = try EmulatedDeviceSpec.named("speaker", quirks: ["ssid-overflow"])
+        let spec = try EmulatedDeviceSpec.named("speaker", quirks: ["ssid-overflow"], protocols: GATTLabProtocols.all)
         let emulator = try SocketEmulator(device: spec, seed: 1, path: path, speed: 100)
         let stop = StopSignal()
         let served = Task { await emulator.serve(stop: stop) }
@@ -119,7 +119,7 @@ final class FuzzTests: XCTestCase {
     /// the connection still ends cleanly.
     func testBlackBoxCapsThePDUsOfAnInput() async throws {
         let path = dir.appendingPathComponent("cap.sock").path
-        let spec = try XCTUnwrap(EmulatedDeviceSpec.named("speaker"))
+        let spec = try XCTUnwrap(EmulatedDeviceSpec.named("speaker", protocols: GATTLabProtocols.all))
         let emulator = try SocketEmulator(device: spec, seed: 1, path: path, speed: 100)
         let stop = StopSignal()
         let served = Task { await emulator.serve(stop: stop) }

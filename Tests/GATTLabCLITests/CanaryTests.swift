@@ -1,5 +1,6 @@
 import Emulator
 import Foundation
+import Protocols
 import XCTest
 #if canImport(Glibc)
 import Glibc

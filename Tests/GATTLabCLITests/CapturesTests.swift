@@ -1,4 +1,5 @@
 import Foundation
+import Protocols
 import XCTest
 
 /// Every capture in Captures/ (the project's regression set): tshark agrees on the ATT layer,

@@ -1,4 +1,5 @@
 import Foundation
+import Protocols
 import XCTest
 
 /// `gattlab replay` with ESP-IDF security 1 as a user runs it: `--esp-pop` and

@@ -3,6 +3,7 @@ import Capture
 import Emulator
 import Foundation
 import Profiles
+import Protocols
 import TestSupport
 import XCTest
 @testable import Replay
@@ -23,7 +24,7 @@ final class ESPLiveReplayTests: XCTestCase {
     /// Extraction with the scenario phone's client key and PoP, so an ESP recording replays live.
     static func liveOptions(for path: String, reveal: Bool = true) -> ExtractOptions {
         var options = ExtractOptions(revealSecrets: reveal)
-        guard let spec = EmulatedDeviceSpec.forRecording(named: path), spec.kind == "esp" else { return options }
+        guard let spec = EmulatedDeviceSpec.forRecording(named: path, protocols: GATTLabProtocols.all), spec.kind == "esp" else { return options }
         options.keys["esp-client-key"] = Secret(Scenario.espClientPrivateKey, label: "ESP client private key")
         options.keys["esp-pop"] = Secret(Array(phonePoP(spec.name).utf8), label: "ESP proof of possession")
         return options
@@ -43,12 +44,12 @@ final class ESPLiveReplayTests: XCTestCase {
     }
 
     static func scenarioDevice(_ name: String) throws -> DeviceFactory {
-        try XCTUnwrap(EmulatedDeviceSpec.named(name), name).factory
+        try XCTUnwrap(EmulatedDeviceSpec.named(name, protocols: GATTLabProtocols.all), name).factory
     }
 
     /// The plain `esp` device shaped by the script, as `replay run --target emu:esp` builds it.
     static func shapedESP(_ script: SessionScript, settings: [String: String] = [:]) throws -> DeviceFactory {
-        ESPSessionReplay.emulatedDevice(try XCTUnwrap(EmulatedDeviceSpec.named("esp")), for: script, settings: settings)
+        ESPSessionReplay.emulatedDevice(try XCTUnwrap(EmulatedDeviceSpec.named("esp", protocols: GATTLabProtocols.all)), for: script, settings: settings)
     }
 
     /// The 1-based step of the first step matching `predicate`.
@@ -82,7 +83,7 @@ final class ESPLiveReplayTests: XCTestCase {
         let captures = try Files.projectCaptures().filter { $0.contains("/emulated/esp-") }
         XCTAssertGreaterThanOrEqual(captures.count, 12)
         for path in captures {
-            let spec = try XCTUnwrap(EmulatedDeviceSpec.forRecording(named: path), path)
+            let spec = try XCTUnwrap(EmulatedDeviceSpec.forRecording(named: path, protocols: GATTLabProtocols.all), path)
             let script = try ScriptExtractor.extract(path: path, options: Self.liveOptions(for: path))
             let esp = try XCTUnwrap(script.esp, path)
             XCTAssertTrue(esp.live, "\(path): \(esp.note ?? "")")
@@ -137,7 +138,7 @@ final class ESPLiveReplayTests: XCTestCase {
 
     func testAnotherDeviceKeyWorksLiveAndNotWithTheRecordedBytes() async throws {
         for name in ["esp-sec1-provision-mtu23", "esp-sec1-no-pop-mtu247"] {
-            let scenario = try XCTUnwrap(EmulatedDeviceSpec.forRecording(named: name)).name
+            let scenario = try XCTUnwrap(EmulatedDeviceSpec.forRecording(named: name, protocols: GATTLabProtocols.all)).name
             let live = try Self.live(name)
             // Seed 2: another X25519 device key and device_random, other scan RSSIs and IP address.
             let report = try await Self.run(live, try Self.scenarioDevice(scenario), seed: 2)

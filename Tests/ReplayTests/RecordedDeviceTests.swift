@@ -55,7 +55,7 @@ final class RecordedDeviceTests: XCTestCase {
                      "nrf7-provision-mtu247", "speaker-mtu23-only-mtu247"] {
             let device = try RecordedDevice.read(path: Self.capture(name), options: ExtractOptions(revealSecrets: true))
             let values = try ReplayRunner(script: device.script).values()
-            let spec = try XCTUnwrap(device.emulated(values: values), name)
+            let spec = try XCTUnwrap(device.emulated(values: values, protocols: GATTLabProtocols.all), name)
             for comparison in ReplayComparison.allCases {
                 let report = try await replay(device.script, spec, comparison: comparison)
                 XCTAssertEqual(report.verdict, .equivalent, "\(name) (\(comparison)):\n\(report.text(verbose: false, color: false))")
@@ -66,7 +66,7 @@ final class RecordedDeviceTests: XCTestCase {
     func testAFaultyDeviceShapedLikeTheRecordingStillFails() async throws {
         // The recorded table and cadence do not hide a device's fault.
         let device = try RecordedDevice.read(path: Self.capture("speaker-ota-mtu247"), options: ExtractOptions(revealSecrets: true))
-        let stall = try XCTUnwrap(EmulatedDeviceSpec.named("speaker-download-stall"))
+        let stall = try XCTUnwrap(EmulatedDeviceSpec.named("speaker-download-stall", protocols: GATTLabProtocols.all))
         let report = try await replay(device.script, device.shape(stall, values: try ReplayRunner(script: device.script).values()))
         XCTAssertEqual(report.verdict, .diverged)
         XCTAssertTrue(report.steps.contains { $0.differences.joined().contains("ERROR error DOWNLOAD") }, report.text(verbose: true, color: false))
@@ -86,11 +86,11 @@ final class RecordedDeviceTests: XCTestCase {
             let device = try RecordedDevice.read(path: path, options: ExtractOptions(revealSecrets: true))
             XCTAssertEqual(device.script.steps.last?.action, .linkLost, name)
             let values = try ReplayRunner(script: device.script).values()
-            let recorded = try XCTUnwrap(device.emulated(values: values), name)
+            let recorded = try XCTUnwrap(device.emulated(values: values, protocols: GATTLabProtocols.all), name)
             XCTAssertTrue(recorded.summary.contains(fault), "\(name): \(recorded.summary)")
             let same = try await replay(device.script, recorded)
             XCTAssertEqual(same.verdict, .equivalent, "\(name):\n\(same.text(verbose: false, color: false))")
-            let healthy = try XCTUnwrap(EmulatedDeviceSpec.named(device.kind ?? ""), name)
+            let healthy = try XCTUnwrap(EmulatedDeviceSpec.named(device.kind ?? "", protocols: GATTLabProtocols.all), name)
             let other = try await replay(device.script, device.shape(healthy, values: values))
             XCTAssertNotEqual(other.verdict, .equivalent, "\(name): a healthy device lost the link too")
         }
@@ -107,7 +107,7 @@ final class RecordedDeviceTests: XCTestCase {
         let own = try RecordedDevice.read(path: Self.capture("speaker-ota-mtu247"), options: ExtractOptions(revealSecrets: true))
         XCTAssertEqual(own.cadence.totalKBFromDownload, false)
         for (name, device) in [("demo", demo), ("speaker-ota-mtu247", own)] {
-            let spec = try XCTUnwrap(device.emulated(values: try ReplayRunner(script: device.script).values()), name)
+            let spec = try XCTUnwrap(device.emulated(values: try ReplayRunner(script: device.script).values(), protocols: GATTLabProtocols.all), name)
             let link = EmulatedLink(seed: 1, device: spec.factory)
             _ = try await ReplayRunner(script: device.script, options: ReplayOptions(timing: .fast)).run(on: link, target: "emu:recorded")
             // The statuses the device notified (ATT 0x1B in ACL data from it), as (state, total KB).
@@ -142,12 +142,13 @@ final class RecordedDeviceTests: XCTestCase {
         let source = SessionScript.Source(capture: "hand", peer: nil, connections: [], start: 0)
         var steps = [ReplayStep(.connect, at: 0), status(.wifiConnecting, 0), status(.downloading, 20), status(.downloading, 40), ReplayStep(.linkLost, at: 1)]
         var fault = RecordedDevice.fault(SessionScript(source: source, device: "speaker", redacted: false, steps: steps))
-        XCTAssertEqual(fault.speakerLinkLoss?.state, .downloading)
-        XCTAssertEqual(fault.speakerLinkLoss?.progress, 40)
+        let failing = SpeakerConfiguration().withFault(fault)?.configuration
+        XCTAssertEqual(failing?.disconnectAt, .downloading)
+        XCTAssertEqual(failing?.disconnectAtProgress, 40)
         // The phone hanging up is not the device's failure.
         steps[steps.count - 1] = ReplayStep(.disconnect, at: 1)
         fault = RecordedDevice.fault(SessionScript(source: source, device: "speaker", redacted: false, steps: steps))
-        XCTAssertNil(fault.speakerLinkLoss)
+        XCTAssertEqual(fault, RecordedFault())
     }
 
     /// A real capture of a device GATTLab has no model of: its clone, and the capture's session
@@ -161,7 +162,7 @@ final class RecordedDeviceTests: XCTestCase {
         let label = name + (peer.map { " \($0)" } ?? "")
         XCTAssertNil(device.kind, "\(label): no device protocol GATTLab models")
         if let peer { XCTAssertEqual(device.script.source.peer, peer, label) }
-        let spec = try XCTUnwrap(device.emulated(values: try ReplayRunner(script: device.script).values()), label)
+        let spec = try XCTUnwrap(device.emulated(values: try ReplayRunner(script: device.script).values(), protocols: GATTLabProtocols.all), label)
         XCTAssertEqual(spec.kind, "clone")
         var reports: [ReplayReport] = []
         for timing in timings {
@@ -230,7 +231,7 @@ final class RecordedDeviceTests: XCTestCase {
         // Another device's session against one of these clones is still not equivalent.
         let garmin = try RecordedDevice.read(path: try RealCaptures.path("TesiBLE__garmin.pcapng"), options: ExtractOptions(revealSecrets: true))
         let android = try RecordedDevice.read(path: try RealCaptures.path("AndroidPad__btsnoop_hci.cfa"), options: ExtractOptions(revealSecrets: true))
-        let androidClone = try XCTUnwrap(android.emulated(values: [:]))
+        let androidClone = try XCTUnwrap(android.emulated(values: [:], protocols: GATTLabProtocols.all))
         let crossed = try await replay(garmin.script, androidClone)
         XCTAssertNotEqual(crossed.verdict, .equivalent)
     }
@@ -261,7 +262,7 @@ final class RecordedDeviceTests: XCTestCase {
         let (script, table) = Self.descriptorNotifier(descriptor: true)
         let device = RecordedDevice(script: script, table: table)
         XCTAssertEqual(device.unsolicited.events[.connection(0)]?.map(\.handle), [0x0012])
-        let clone = try XCTUnwrap(device.emulated(values: [:]))
+        let clone = try XCTUnwrap(device.emulated(values: [:], protocols: GATTLabProtocols.all))
         let report = try await replay(script, clone)
         XCTAssertEqual(report.verdict, .equivalent, report.text(verbose: true, color: false))
         XCTAssertEqual(report.steps.last?.observed.last, "0502")
@@ -270,7 +271,7 @@ final class RecordedDeviceTests: XCTestCase {
         let crossed = try await replay(onValue, clone)
         XCTAssertEqual(crossed.verdict, .diverged, crossed.text(verbose: true, color: false))
         // And a device that notifies from the value handle does not pass for one that used the descriptor's.
-        let valueNotifier = try XCTUnwrap(RecordedDevice(script: onValue, table: table).emulated(values: [:]))
+        let valueNotifier = try XCTUnwrap(RecordedDevice(script: onValue, table: table).emulated(values: [:], protocols: GATTLabProtocols.all))
         let other = try await replay(script, valueNotifier)
         XCTAssertEqual(other.verdict, .diverged, other.text(verbose: true, color: false))
     }

@@ -2,6 +2,7 @@ import ATT
 import Emulator
 import Foundation
 import Profiles
+import Protocols
 import TestSupport
 import XCTest
 @testable import Replay
@@ -17,7 +18,7 @@ final class ReplayTests: XCTestCase {
 
     static func replay(_ script: SessionScript, on device: String, timing: ReplayTiming = .recorded,
                        options: ReplayOptions = ReplayOptions()) async throws -> ReplayReport {
-        let spec = try XCTUnwrap(EmulatedDeviceSpec.named(device), "no device \(device)")
+        let spec = try XCTUnwrap(EmulatedDeviceSpec.named(device, protocols: GATTLabProtocols.all), "no device \(device)")
         var options = options
         options.timing = timing
         // As `replay run --target emu:NAME` builds it: the plain `esp` shaped by an ESP script.
@@ -34,7 +35,7 @@ final class ReplayTests: XCTestCase {
         let captures = try Files.projectCaptures().filter { $0.contains("/emulated/") }
         XCTAssertGreaterThanOrEqual(captures.count, 74)
         for path in captures {
-            let spec = try XCTUnwrap(EmulatedDeviceSpec.forRecording(named: path), path)
+            let spec = try XCTUnwrap(EmulatedDeviceSpec.forRecording(named: path, protocols: GATTLabProtocols.all), path)
             let script = try ScriptExtractor.extract(path: path, options: ExtractOptions(revealSecrets: true))
             XCTAssertGreaterThan(script.steps.count, 5, path)
             for comparison in ReplayComparison.allCases {
@@ -269,7 +270,7 @@ final class ReplayOverUnixSocketTests: XCTestCase {
         defer { try? FileManager.default.removeItem(at: dir) }
         let captures = try Files.projectCaptures().filter { $0.contains("/emulated/") }
         for (i, path) in captures.enumerated() {
-            let spec = try XCTUnwrap(EmulatedDeviceSpec.forRecording(named: path), path)
+            let spec = try XCTUnwrap(EmulatedDeviceSpec.forRecording(named: path, protocols: GATTLabProtocols.all), path)
             // ESP-IDF recordings with the scenario phone's key and PoP: the session runs live, so
             // a device that answers a poll sooner or later than recorded (a loaded machine) is
             // compared by meaning; the recorded ciphertext would desynchronise the CTR stream.
@@ -304,7 +305,7 @@ final class ReplayOverUnixSocketTests: XCTestCase {
         let dir = try Files.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let script = try ReplayTests.script("speaker-reboot-validate-mtu247")
-        let spec = try XCTUnwrap(EmulatedDeviceSpec.named("speaker-hangs-downloading"))
+        let spec = try XCTUnwrap(EmulatedDeviceSpec.named("speaker-hangs-downloading", protocols: GATTLabProtocols.all))
         let socket = dir.appendingPathComponent("hang.sock").path
         let emulator = try SocketEmulator(device: spec, seed: 1, path: socket, speed: 500)
         let stop = StopSignal()

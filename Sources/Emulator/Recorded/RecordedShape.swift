@@ -1,3 +1,4 @@
+import ATT
 import Profiles
 
 /// The pace a recorded device kept, where its protocol has one: how large its firmware was and
@@ -15,116 +16,66 @@ public struct RecordedCadence: Sendable, Hashable {
     public init() {}
 }
 
-/// How a recorded device failed, where its protocol's model can fail so: the link it lost in a
-/// protocol state (the speaker during a download, at its last reported progress; the nRF7 in a
-/// connection state). `emu:recorded` and `emulate --from` serve it; a named device does not,
-/// so a replay against it still tells whether a healthy device fails there too.
+/// How a recorded device failed: it lost the link (the device's side, not a phone hanging up)
+/// after notifying these values. A protocol's model reads from them the state it failed in (the
+/// speaker's last status, the nRF7's last connection state; `DeviceConfiguring.withFault`).
+/// `emu:recorded` and `emulate --from` serve it; a named device does not, so a replay against it
+/// still tells whether a healthy device fails there too.
 public struct RecordedFault: Sendable, Hashable {
-    public var speakerLinkLoss: (state: SpeakerOTA.State, progress: UInt8)?
-    public var nrf7LinkLoss: Int?
-    public init() {}
-
-    public static func == (a: RecordedFault, b: RecordedFault) -> Bool {
-        a.speakerLinkLoss?.state == b.speakerLinkLoss?.state && a.speakerLinkLoss?.progress == b.speakerLinkLoss?.progress
-            && a.nrf7LinkLoss == b.nrf7LinkLoss
-    }
-
-    public func hash(into h: inout Hasher) {
-        h.combine(speakerLinkLoss?.state)
-        h.combine(speakerLinkLoss?.progress)
-        h.combine(nrf7LinkLoss)
-    }
-
-    /// What the emulated device will do, for its summary.
-    var sentence: String? {
-        if let (state, progress) = speakerLinkLoss {
-            return state == .downloading ? "the link lost at \(progress) % of the download, as recorded" : "the link lost in \(state), as recorded"
+    /// One notification: its characteristic (as scripts write it) and value.
+    public struct Notification: Sendable, Hashable {
+        public var characteristic: String
+        public var value: [UInt8]
+        public init(characteristic: String, value: [UInt8]) {
+            self.characteristic = characteristic
+            self.value = value
         }
-        if let raw = nrf7LinkLoss { return "the link lost in connection state \(NRF7.state(raw)), as recorded" }
+    }
+
+    /// The device's notifications before it lost the link, oldest first; empty when it did not.
+    public var notifiedBeforeLinkLoss: [Notification]
+
+    public init(notifiedBeforeLinkLoss: [Notification] = []) {
+        self.notifiedBeforeLinkLoss = notifiedBeforeLinkLoss
+    }
+
+    /// The newest value notified on `characteristic` that `read` understands.
+    public func last<T>(on characteristic: BluetoothUUID, _ read: ([UInt8]) -> T?) -> T? {
+        for n in notifiedBeforeLinkLoss.reversed() where n.characteristic == characteristic.canonicalString {
+            if let value = read(n.value) { return value }
+        }
         return nil
     }
 }
 
 extension EmulatedDeviceSpec {
-    /// The same device model failing as the recorded device did (`RecordedFault`).
+    /// The same device model failing as the recorded device did (`RecordedFault`), where its
+    /// model can fail so.
     public func withRecordedFault(_ fault: RecordedFault) -> EmulatedDeviceSpec {
+        guard let (failing, sentence) = configuration?.withFault(fault) else { return self }
         var spec = self
-        switch configuration {
-        case .speaker(var c)?:
-            guard let (state, progress) = fault.speakerLinkLoss else { return self }
-            c.disconnectAt = state
-            c.disconnectAtProgress = state == .downloading ? progress : nil
-            spec.set(.speaker(c))
-        case .nrf7(var c)?:
-            guard let raw = fault.nrf7LinkLoss else { return self }
-            c.disconnectAt = raw
-            spec.set(.nrf7(c))
-        default:
-            return self
-        }
-        if let s = fault.sentence { spec.summary += "; \(s)" }
+        spec.set(failing)
+        spec.summary += "; \(sentence)"
         return spec
     }
 
     /// The same device model (its faults and quirks kept) serving a recorded device's database:
     /// its handles, extra services and read values, the MTU it accepted and its prepare-queue size.
     public func withRecordedTable(_ recorded: RecordedTable) -> EmulatedDeviceSpec {
+        guard var c = configuration else { return self }
         var spec = self
         if let mtu = recorded.serverMTU { spec.serverMTU = min(spec.serverMTU, max(23, mtu)) }
-        switch configuration {
-        case .speaker(var c)?:
-            c.recordedTable = recorded
-            spec.set(.speaker(c))
-        case .sensor(var c)?:
-            c.recordedTable = recorded
-            spec.set(.sensor(c))
-        case .nrf7(var c)?:
-            c.recordedTable = recorded
-            spec.set(.nrf7(c))
-        case .esp(var c)?:
-            c.recordedTable = recorded
-            spec.set(.esp(c))
-        case nil:
-            return self
-        }
+        c.recordedTable = recorded
+        spec.set(c)
         spec.summary += " (with the recorded GATT table)"
         return spec
     }
 
     /// The same device model keeping the recorded device's pace.
     public func withCadence(_ cadence: RecordedCadence) -> EmulatedDeviceSpec {
+        guard let c = configuration else { return self }
         var spec = self
-        switch configuration {
-        case .speaker(var c)?:
-            if let v = cadence.firmwareKB { c.firmwareKB = max(1, v) }
-            if let v = cadence.totalKBFromDownload { c.totalKBFromDownload = v }
-            if let v = cadence.progressEveryKB { c.progressEveryKB = max(1, v) }
-            if let v = cadence.downloadKBPerSecond { c.downloadKBPerSecond = max(1, v) }
-            spec.set(.speaker(c))
-        case .sensor(var c)?:
-            if let v = cadence.scanDuration { c.scanDuration = max(0, v) }
-            if let v = cadence.notificationGap { c.notificationGap = max(0, v) }
-            if let v = cadence.separateMarkers { c.separateMarkers = v }
-            spec.set(.sensor(c))
-        case .nrf7(var c)?:
-            if let v = cadence.scanDuration { c.scanDuration = max(0, v) }
-            spec.set(.nrf7(c))
-        case .esp(var c)?:
-            if let v = cadence.scanDuration { c.scanDuration = max(0, v) }
-            spec.set(.esp(c))
-        case nil:
-            return self
-        }
-        return spec
-    }
-
-    /// The same ESP-IDF device with its configuration changed (a replay shapes the security
-    /// scheme, proto-ver answer and PoP like the recorded device's); other devices unchanged.
-    public func withESP(_ change: (inout ESPConfiguration) -> Void) -> EmulatedDeviceSpec {
-        guard case .esp(var c)? = configuration else { return self }
-        change(&c)
-        var spec = self
-        spec.set(.esp(c))
+        spec.set(c.withCadence(cadence))
         return spec
     }
 
@@ -134,16 +85,5 @@ extension EmulatedDeviceSpec {
         EmulatedDeviceSpec(name: name, kind: "clone", summary: "a clone of the recorded device: its database, its answers as recorded",
                            serverMTU: recorded.serverMTU ?? 247,
                            make: { ClonedDevice.factory(recorded, reactions: reactions, unsolicited: unsolicited, answers: answers, serverMTU: $0) })
-    }
-
-    /// Puts a changed configuration in place, with the factory that builds it.
-    mutating func set(_ c: DeviceConfiguration) {
-        configuration = c
-        switch c {
-        case .speaker(let s): make = { SpeakerDevice.factory(s, serverMTU: $0) }
-        case .sensor(let s): make = { SensorDevice.factory(s, serverMTU: $0) }
-        case .nrf7(let s): make = { NRF7Device.factory(s, serverMTU: $0) }
-        case .esp(let s): make = { ESPDevice.factory(s, serverMTU: $0) }
-        }
     }
 }

@@ -1,27 +1,24 @@
 import ATT
 import Capture
+import Emulator
 import Profiles
 
-/// Scenarios for the two standard provisioning protocols: the phone app's flow against an
-/// emulated nRF7 (as Nordic's nRF Wi-Fi Provisioner app runs it) and an emulated ESP-IDF device
-/// (as esp_prov and the ESP BLE Provisioning app run it).
-extension Scenario {
-    static let wrongPassword = "correct horse battery stapler"
+/// The ESP-IDF device's scenarios: provisioning as esp_prov and the ESP BLE Provisioning app
+/// run it, security 0 and 1, with the ways it can fail, and for the audit security 1 without a
+/// proof of possession.
+extension ESPProvisioningProtocol {
+    public static var scenarios: [Scenario] {
+        Scenario.espScenarios
+    }
 
-    static var provisioningScenarios: [Scenario] {
+    public static var auditScenarios: [Scenario] {
+        Scenario.espAuditScenarios
+    }
+}
+
+extension Scenario {
+    fileprivate static var espScenarios: [Scenario] {
         [
-            nrf7("nrf7-provision", "nRF7: pair (Insufficient Authentication first), GET_STATUS, scan, SET_CONFIG, AUTHENTICATION to CONNECTED",
-                 NRF7Configuration(), ssid: WiFiEnvironment.homeSSID, passphrase: WiFiEnvironment.homePassphrase),
-            nrf7("nrf7-wrong-password", "nRF7: SET_CONFIG with a wrong passphrase: AUTHENTICATION, then CONNECTION_FAILED AUTH_ERROR",
-                 NRF7Configuration(), ssid: WiFiEnvironment.homeSSID, passphrase: wrongPassword),
-            nrf7("nrf7-network-not-found", "nRF7: an SSID that is not in range: CONNECTION_FAILED NETWORK_NOT_FOUND",
-                 NRF7Configuration(), ssid: "HomeNet-Garage", passphrase: WiFiEnvironment.homePassphrase),
-            nrf7("nrf7-invalid-passphrase", "nRF7: a 65-byte passphrase: Response INVALID_ARGUMENT",
-                 NRF7Configuration(), ssid: WiFiEnvironment.homeSSID, passphrase: String(repeating: "correct horse battery ", count: 3)),
-            nrf7("nrf7-dhcp-failure", "nRF7: joined, but DHCP never answers: OBTAINING_IP, then CONNECTION_FAILED FAIL_IP",
-                 with { $0.dhcpFails = true }, ssid: WiFiEnvironment.homeSSID, passphrase: WiFiEnvironment.homePassphrase),
-            nrf7("nrf7-disconnect-obtaining-ip", "nRF7: the device resets while obtaining an IP address (link lost, 0x08)",
-                 with { $0.disconnectAt = 3 }, ssid: WiFiEnvironment.homeSSID, passphrase: WiFiEnvironment.homePassphrase),
             esp("esp-sec0-provision", "ESP-IDF security 0: proto-ver, session, scan in pages, set/apply config, Connected (password in the clear)",
                 with { $0.security = 0 }, ssid: WiFiEnvironment.homeSSID, passphrase: WiFiEnvironment.homePassphrase),
             esp("esp-sec1-provision", "ESP-IDF security 1 (PoP abcd1234): X25519 handshake, encrypted scan and config, Connected",
@@ -29,92 +26,18 @@ extension Scenario {
             esp("esp-sec1-wrong-pop", "ESP-IDF security 1 with a wrong PoP: the device refuses Session_Command1 (Invalid PDU)",
                 ESPConfiguration(), ssid: WiFiEnvironment.homeSSID, passphrase: WiFiEnvironment.homePassphrase, pop: "abcd1235"),
             esp("esp-sec1-wrong-password", "ESP-IDF security 1: a wrong passphrase: Connecting, then ConnectionFailed AuthError",
-                ESPConfiguration(), ssid: WiFiEnvironment.homeSSID, passphrase: wrongPassword),
+                ESPConfiguration(), ssid: WiFiEnvironment.homeSSID, passphrase: WiFiEnvironment.wrongPassphrase),
             esp("esp-sec0-5ghz-ssid", "ESP-IDF security 0: a 5 GHz-only SSID the ESP32 cannot see: ConnectionFailed NetworkNotFound",
                 with { $0.security = 0 }, ssid: "HomeNet-5G", passphrase: WiFiEnvironment.homePassphrase),
         ]
     }
 
-    // MARK: nRF7
-
-    static func nrf7(_ name: String, _ summary: String, _ configuration: NRF7Configuration, ssid: String, passphrase: String) -> Scenario {
-        Scenario(name: name, summary: summary, device: { mtu in NRF7Device.factory(configuration, serverMTU: mtu) },
-                 configuration: .nrf7(configuration)) {
-            central, mtu, log async throws(CentralError) in
-            try await nrf7Session(central, mtu: mtu, log: log, ssid: ssid, passphrase: passphrase)
-        }
+    fileprivate static var espAuditScenarios: [Scenario] {
+        [
+            esp("esp-sec1-no-pop", "ESP-IDF security 1 without a proof of possession (no_pop): the key is the X25519 secret alone; Connected",
+                with { $0.proofOfPossession = "" }, ssid: WiFiEnvironment.homeSSID, passphrase: WiFiEnvironment.homePassphrase),
+        ]
     }
-
-    /// Writes a Request to the Control Point and waits for its indicated Response.
-    static func nrf7Request(_ central: ScriptedCentral, _ request: NRF7.Request, log: Log) async throws(CentralError) -> NRF7.Response? {
-        if let e = try await central.write(NRF7.controlPoint, request.encode()) {
-            log.add("\(request.opCode?.description ?? "request") refused: \(e)")
-            return nil
-        }
-        guard let bytes = try await central.nextNotification(NRF7.controlPoint, within: 5_000_000) else {
-            log.add("\(request.opCode?.description ?? "request"): no Response within 5 s")
-            return nil
-        }
-        let response = NRF7.Response.decode(bytes).0
-        log.add("\(request.opCode?.description ?? "request"): \(response?.status?.description ?? "undecodable Response")")
-        return response
-    }
-
-    static func nrf7Session(_ central: ScriptedCentral, mtu: UInt16, log: Log, ssid: String, passphrase: String) async throws(CentralError) {
-        await central.connect()
-        let agreed = try await central.exchangeMTU(mtu)
-        let table = try await central.discover()
-        log.add("connected, MTU \(agreed), \(table.characteristics.count) characteristics")
-        let info = NRF7.Info.decode(try await central.read(NRF7.info)).0
-        log.add("protocol version \(info?.version.map(String.init) ?? "?")")
-        // The CCCDs need an encrypted link: the first write fails, the phone bonds and retries.
-        do {
-            try await central.subscribe(NRF7.controlPoint, indications: true)
-        } catch .attError(_, _, let e) where e.meansPairFirst {
-            log.add("subscribe refused: \(e); pairing")
-            await central.encrypt()
-            try await central.subscribe(NRF7.controlPoint, indications: true)
-        }
-        try await central.subscribe(NRF7.dataOut)
-        _ = try await nrf7Request(central, NRF7.Request(opCode: NRF7.opCode(1)), log: log)
-
-        _ = try await nrf7Request(central, NRF7.Request(opCode: NRF7.opCode(2), scanParams: NRF7.ScanParams(band: NRF7.band(0), passive: false,
-                                                                                                           periodMs: 100)), log: log)
-        var found: [NRF7.ScanRecord] = []
-        while let bytes = try await central.nextNotification(NRF7.dataOut, within: 4_000_000) {
-            if let record = NRF7.Result.decode(bytes).0?.scanRecord { found.append(record) }
-        }
-        log.add("scan: \(found.count) networks")
-        _ = try await nrf7Request(central, NRF7.Request(opCode: NRF7.opCode(3)), log: log)
-
-        // The app fills WifiInfo from the scan record the user picked, or the SSID alone.
-        let ssidBytes = Array(ssid.utf8)
-        let wifi = found.first { $0.wifi?.ssid == ssidBytes }?.wifi ?? NRF7.WifiInfo(ssid: ssidBytes)
-        let config = NRF7.WifiConfig(wifi: wifi, passphrase: passphrase, volatileMemory: false)
-        guard let response = try await nrf7Request(central, NRF7.Request(opCode: NRF7.opCode(4), config: config), log: log),
-              response.status?.raw == 0
-        else {
-            await central.disconnect()
-            return
-        }
-        var last: NRF7.Result?
-        while let bytes = try await central.nextNotification(NRF7.dataOut, within: 20_000_000) {
-            guard let result = NRF7.Result.decode(bytes).0, let state = result.state else { continue }
-            last = result
-            log.add("state \(state)\(result.reason.map { " (\($0))" } ?? "")")
-            if state.raw == 4 || state.raw == 5 { break }
-        }
-        guard await central.isConnected() else {
-            log.add("the device dropped the link")
-            return
-        }
-        if last?.state?.raw == 4 {
-            _ = try await nrf7Request(central, NRF7.Request(opCode: NRF7.opCode(1)), log: log)
-        }
-        await central.disconnect()
-    }
-
-    // MARK: ESP-IDF
 
     /// The phone's X25519 private key in every ESP security 1 scenario, so that their recordings
     /// can be decrypted: `gattlab decode --esp-pop abcd1234 --esp-client-key <this, in hex>`.
@@ -125,13 +48,12 @@ extension Scenario {
 
     static func esp(_ name: String, _ summary: String, _ configuration: ESPConfiguration, ssid: String, passphrase: String,
                     pop: String? = nil) -> Scenario {
-        Scenario(name: name, summary: summary, device: { mtu in ESPDevice.factory(configuration, serverMTU: mtu) },
-                 configuration: .esp(configuration), script: {
+        Scenario(name: name, summary: summary, configuration: configuration, serverMTU: 256) {
             central, mtu, log async throws(CentralError) in
             var session = ESPPhoneSession(central: central, log: log, security: configuration.security,
                                           pop: pop ?? configuration.proofOfPossession)
             try await session.run(mtu: mtu, ssid: ssid, passphrase: passphrase)
-        }, serverMTU: 256)
+        }
     }
 }
 
@@ -139,14 +61,14 @@ extension Scenario {
 /// with security 1, both through the session's single CTR stream.
 struct ESPPhoneSession {
     let central: ScriptedCentral
-    let log: Log
+    let log: ScenarioLog
     let security: Int
     let pop: String
     /// The phone's X25519 private key for security 1.
     let clientPrivateKey: [UInt8]
     var stream: ESPSecurity1.Stream?
 
-    init(central: ScriptedCentral, log: Log, security: Int, pop: String, clientPrivateKey: [UInt8] = Scenario.espClientPrivateKey) {
+    init(central: ScriptedCentral, log: ScenarioLog, security: Int, pop: String, clientPrivateKey: [UInt8] = Scenario.espClientPrivateKey) {
         self.central = central
         self.log = log
         self.security = security

@@ -1,3 +1,4 @@
+import Emulator
 import Profiles
 
 /// A recording that holds known secrets in every place a phone's HCI log can carry them, for
@@ -8,6 +9,7 @@ import Profiles
 /// 2. later, connection handle 0x0041, an ESP-IDF device with security 1, `proofOfPossession`
 ///    and the phone key `clientPrivateKey` (32 bytes, X25519), provisioned with the same
 ///    password (encrypted on the air) and joining a network that takes it.
+/// A test fixture spanning two protocols, so it belongs to neither protocol's folder.
 public enum CanaryCapture {
     public static let ssid = WiFiEnvironment.homeSSID
 
@@ -32,7 +34,7 @@ public enum CanaryCapture {
     static func speakerSession(password: String, ltk: [UInt8], seed: UInt64) async -> Recording {
         let link = EmulatedLink(seed: seed, handle: 0x0040, device: SpeakerDevice.factory(SpeakerConfiguration()))
         let central = ScriptedCentral(bearer: link)
-        let log = Log()
+        let log = ScenarioLog()
         let pairing = PairingOptions(method: .legacy, association: .justWorks, mitm: false, bonding: true, keySize: 16,
                                      centralKeys: [.idKey], peripheralKeys: [.encKey, .idKey], ltk: ltk)
         do throws(CentralError) {
@@ -69,7 +71,7 @@ public enum CanaryCapture {
         configuration.environment = environment
         let link = EmulatedLink(seed: seed, handle: 0x0041, device: ESPDevice.factory(configuration))
         let central = ScriptedCentral(bearer: link)
-        var session = ESPPhoneSession(central: central, log: Log(), security: 1, pop: pop, clientPrivateKey: clientPrivateKey)
+        var session = ESPPhoneSession(central: central, log: ScenarioLog(), security: 1, pop: pop, clientPrivateKey: clientPrivateKey)
         do throws(CentralError) {
             try await session.run(mtu: 247, ssid: ssid, passphrase: password)
         } catch {
