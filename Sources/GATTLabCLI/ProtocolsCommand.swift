@@ -1,6 +1,7 @@
 import Analysis
 import ArgumentParser
 import ATT
+import Emulator
 import Foundation
 import GATT
 import Profiles
@@ -22,7 +23,11 @@ struct ProtocolsCommand: ParsableCommand {
               decode          its values are decoded (decode, timeline, audit, redact)
               built-in table  --profile NAME gives its attribute table to captures that start \
             after discovery
+              timeline        its events have a lane of their own on timelines (ota, scan, \
+            provisioning)
               audit           its own audit rules (by id), besides the link and pairing rules
+              emulate         its emulated devices (emu:NAME), scenarios (gattlab emulate \
+            scenario NAME) and the bugs that can be planted in them (--quirk NAME)
 
             Use it to find the --profile name for a device, to check which UUIDs a capture must \
             show for GATTLab to decode it, or, after adding a protocol, that it is registered.
@@ -65,8 +70,18 @@ struct ProtocolCapability: Sendable {
         ProtocolCapability(name: "built-in table") { type in
             type.builtInTable == nil ? nil : ["--profile \(type.shortName)"]
         },
+        ProtocolCapability(name: "timeline") { type in
+            (type as? any ProtocolAnalysis.Type).map { ["lane \($0.lane.rawValue)"] }
+        },
         ProtocolCapability(name: "audit") { type in
             (type as? any ProtocolAuditing.Type)?.auditRules.map(\.id)
+        },
+        ProtocolCapability(name: "emulate") { type in
+            // The scenarios are counted: `gattlab emulate list` lists them with a line on each.
+            (type as? any EmulatedProtocol.Type).map { e in
+                e.devices.map { "emu:\($0.name)" } + ["\(e.scenarios.count + e.auditScenarios.count) scenarios"]
+                    + e.quirks.map { "quirk \($0.name)" }
+            }
         },
     ]
 }
@@ -127,7 +142,8 @@ struct ProtocolListing: Encodable {
         }
         if !endpointNames.isEmpty { out.line("  endpoint names " + endpointNames.joined(separator: ", ")) }
         for k in keys { out.line("  key \(k.option) \(k.value): \(k.help)") }
-        out.line("  supports " + supports.map { s in s.details.isEmpty ? s.name : "\(s.name) (\(s.details.joined(separator: ", ")))" }
-            .joined(separator: "; "))
+        for s in supports {
+            out.line("  supports " + (s.details.isEmpty ? s.name : "\(s.name): \(s.details.joined(separator: ", "))"))
+        }
     }
 }

@@ -23,9 +23,13 @@ final class ProtocolsCommandTests: XCTestCase {
         XCTAssertTrue(r.stdout.contains("  advertises 021a9004-0382-4aea-bff4-6b3f1c5adfb4 ESP provisioning service"), r.stdout)
         XCTAssertTrue(r.stdout.contains("  key --esp-pop text: "), r.stdout)
         XCTAssertTrue(r.stdout.contains("  endpoint names proto-ver, prov-config, prov-ctrl, prov-scan, prov-session"), r.stdout)
-        XCTAssertTrue(r.stdout.contains("  supports decode; built-in table (--profile speaker); audit (ota.open-control, ota.url-plain-http, ota.url-credentials, ota.url-token)"),
-                      r.stdout)
-        XCTAssertTrue(r.stdout.contains("  supports decode; built-in table (--profile sensor)\n"), "the sensor has no audit rules")
+        XCTAssertTrue(r.stdout.contains("  supports built-in table: --profile speaker\n"), r.stdout)
+        XCTAssertTrue(r.stdout.contains("  supports timeline: lane ota\n"), r.stdout)
+        XCTAssertTrue(r.stdout.contains("  supports audit: ota.open-control, ota.url-plain-http, ota.url-credentials, ota.url-token\n"), r.stdout)
+        XCTAssertTrue(r.stdout.contains("  supports emulate: emu:speaker, "), r.stdout)
+        let sensor = r.stdout.components(separatedBy: "sensor-scan (sensor)\n")[1].components(separatedBy: "\n\n")[0]
+        XCTAssertFalse(sensor.contains("supports audit"), "the sensor has no audit rules: \(sensor)")
+        XCTAssertTrue(sensor.contains("  supports emulate: emu:sensor"), sensor)
     }
 
     func testJSONListsEveryProtocolWithItsUUIDs() throws {
@@ -38,7 +42,8 @@ final class ProtocolsCommandTests: XCTestCase {
             let characteristics = try XCTUnwrap(p["characteristics"] as? [[String: Any]])
             XCTAssertTrue(characteristics.contains { $0["uuid"] as? String == uuid }, uuid)
             let supports = try XCTUnwrap(p["supports"] as? [[String: Any]]).compactMap { $0["name"] as? String }
-            XCTAssertEqual(supports.prefix(2), ["decode", "built-in table"])
+            XCTAssertEqual(supports.prefix(3), ["decode", "built-in table", "timeline"])
+            XCTAssertTrue(supports.contains("emulate"), "\(supports)")
         }
         let nrf7 = try XCTUnwrap(list[2]["characteristics"] as? [[String: Any]])
         XCTAssertEqual(nrf7.first { $0["uuid"] as? String == expected[2].2 }?["secret"] as? Bool, true)
