@@ -1,7 +1,84 @@
+import ATT
 import Analysis
 import Profiles
 
-extension NRF7Protocol: ProtocolAnalysis {}
+extension NRF7Protocol: ProtocolAnalysis {
+    /// A request carries the whole configuration (SSID, passphrase) in one write.
+    public static func isWholeValueWrite(_ e: ProfileEvent) -> Bool { e.message is NRF7.Request }
+
+    /// Requests are answered by Control Point indications.
+    public static func answersNeedSubscription(to message: any ProfileMessage) -> (characteristic: BluetoothUUID, name: String)? {
+        message is NRF7.Request ? (NRF7.controlPoint, "the nRF7 Control Point") : nil
+    }
+
+    /// The last Wi-Fi state the device reported, or a refused request.
+    public static func story(of events: [TimelineEvent], in timeline: Timeline, device: Int, links: String) -> (TimelineDevice.Outcome, String)? {
+        if let last = events.compactMap({ e -> NRF7.Result? in (e.message as? NRF7.Result).flatMap { $0.state == nil ? nil : $0 } }).last {
+            if last.state?.raw == 4 { return (.succeeded, "nRF7 provisioned: CONNECTED; \(links)") }
+            if last.state?.raw == 5 { return (.failed, "nRF7 provisioning failed: CONNECTION_FAILED\(last.reason.map { " (\($0))" } ?? ""); \(links)") }
+            return (.interrupted, "nRF7 provisioning stopped in \(last.state?.description ?? "?"); \(links)")
+        }
+        guard events.contains(where: { $0.kind.hasPrefix("nrf7.") }) else { return nil }
+        let refused = events.contains { (($0.message as? NRF7.Response)?.status?.raw ?? 0) != 0 }
+        return (refused ? .failed : .incomplete, refused ? "nRF7 refused a request; \(links)" : "nRF7 provisioning not applied; \(links)")
+    }
+
+    // MARK: Diagnoses
+
+    public static var diagnoses: [Diagnoses.Rule] {
+        [
+            Diagnoses.Rule(id: "nrf7.connection-failed", severity: .error, title: "The nRF7 device could not connect to Wi-Fi",
+                 advice: "AUTH_ERROR: wrong passphrase; NETWORK_NOT_FOUND: SSID not in range or misspelled; FAIL_IP: no DHCP answer.",
+                 find: nrf7Failed),
+            Diagnoses.Rule(id: "nrf7.request-failed", severity: .error, title: "The nRF7 device refused a request",
+                 advice: "INVALID_ARGUMENT: a field out of range (SSID over 32 bytes, passphrase over 64); INVALID_PROTO: the message did not parse.",
+                 find: nrf7Refused),
+            Diagnoses.Rule(id: "nrf7.response-missing", severity: .warning, title: "An nRF7 request got no Response",
+                 advice: "Zephyr does not send an indication longer than MTU-3: at a small MTU a Response with the device status is lost. Exchange a larger MTU (the nRF7 app asks for 498) before provisioning.",
+                 find: nrf7ResponseMissing),
+        ]
+    }
+
+    private static func nrf7Failed(_ c: Diagnoses.Context) -> [Diagnoses.Hit] {
+        c.events.compactMap { e in
+            guard let r = e.message as? NRF7.Result, r.state?.raw == 5, !c.isExplainedJoinFailure(e) else { return nil }
+            return Diagnoses.Hit(device: e.device, time: e.time, frames: e.frames,
+                       evidence: "CONNECTION_FAILED\(r.reason.map { " (\($0))" } ?? "") at \(c.seconds(e.time))")
+        }
+    }
+
+    private static func nrf7Refused(_ c: Diagnoses.Context) -> [Diagnoses.Hit] {
+        c.events.compactMap { e in
+            guard let r = e.message as? NRF7.Response, let s = r.status, s.raw != 0 else { return nil }
+            return Diagnoses.Hit(device: e.device, time: e.time, frames: e.frames,
+                       evidence: "\(r.requestOpCode?.description ?? "request") answered \(s) at \(c.seconds(e.time))")
+        }
+    }
+
+    private static func nrf7ResponseMissing(_ c: Diagnoses.Context) -> [Diagnoses.Hit] {
+        var hits: [Diagnoses.Hit] = []
+        var open: [Int: TimelineEvent] = [:]  // connection -> unanswered request
+        func unanswered(_ conn: Int, _ why: String) {
+            guard let r = open.removeValue(forKey: conn) else { return }
+            let mtu = c.timeline.connections[conn].mtu
+            hits.append(Diagnoses.Hit(device: r.device, time: r.time, frames: r.frames,
+                            evidence: "\(r.summary) at \(c.seconds(r.time)) and no Response before \(why); MTU \(mtu)"))
+        }
+        for e in c.events {
+            guard let conn = e.connection else { continue }
+            switch e.message {
+            case is NRF7.Request:
+                unanswered(conn, "the next request")
+                if c.facts.subscribed[conn]?.contains(NRF7.controlPoint) == true { open[conn] = e }
+            case is NRF7.Response: open[conn] = nil
+            default:
+                if e.kind == "link.disconnected" { unanswered(conn, "the link ended") }
+            }
+        }
+        for conn in open.keys.sorted() { unanswered(conn, "the capture ended") }
+        return hits
+    }
+}
 
 // MARK: Timeline lines
 
