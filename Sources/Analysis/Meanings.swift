@@ -1,6 +1,5 @@
 import Capture
 import HCI
-import Profiles
 
 /// What codes mean to someone debugging a field failure, beyond their names.
 public enum Meanings {

@@ -17,6 +17,9 @@ public protocol ProtocolAnalysis: DeviceProtocol {
     /// A new tracker of one device's phases in this protocol, fed its events as they come;
     /// nil when the protocol's phases come from elsewhere.
     static func phaseTracker(device: Int) -> (any PhaseTracking)?
+    /// A new reader of one device's provisioning phases in the finished timeline; nil when the
+    /// protocol has none.
+    static func provisioningPhaseReader() -> (any ProvisioningPhaseReading)?
     /// Whether the message tells the device to reboot: its next connection is the reconnection.
     static func asksToReboot(_ message: any ProfileMessage) -> Bool
     /// Whether the event is a value the phone writes whole, which a plain write longer than
@@ -39,6 +42,7 @@ public protocol ProtocolAnalysis: DeviceProtocol {
 extension ProtocolAnalysis {
     public static var lane: TimelineEvent.Lane { .provisioning }
     public static func phaseTracker(device: Int) -> (any PhaseTracking)? { nil }
+    public static func provisioningPhaseReader() -> (any ProvisioningPhaseReading)? { nil }
     public static func asksToReboot(_ message: any ProfileMessage) -> Bool { false }
     public static func isWholeValueWrite(_ e: ProfileEvent) -> Bool { false }
     public static var diagnoses: [Diagnoses.Rule] { [] }

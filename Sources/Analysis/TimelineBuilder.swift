@@ -6,9 +6,9 @@ import HCI
 import Profiles
 
 /// Builds a `Timeline` from the pipeline's events, record by record: the link story of every
-/// connection, the device protocols' events, OTA phases and download progress. `finish()` closes
-/// what is open and runs the diagnoses. Memory grows with the story (events, not PDUs), capped at
-/// `maxEvents`.
+/// connection, the device protocols' events, and the phases (and download progress) their
+/// trackers see. `finish()` closes what is open and runs the diagnoses. Memory grows with the
+/// story (events, not PDUs), capped at `maxEvents`.
 public final class TimelineBuilder {
     public static let maxEvents = 200_000
     /// Silence on a live connection longer than this is a gap worth showing.
@@ -437,7 +437,7 @@ public final class TimelineBuilder {
             timeline.phases.append(Phase(device: d, connection: r.connection, name: "reboot", start: r.time, end: max(r.time, end),
                                          outcome: .open, detail: "no reconnection in the capture", firstFrame: r.frame, lastFrame: r.frame))
         }
-        timeline.phases += Provisioning.phases(timeline)
+        timeline.phases += Provisioning.phases(timeline, protocols: protocols)
         timeline.phases.sort { ($0.start, $0.device) < ($1.start, $1.device) }
         timeline.events.sort { $0.time < $1.time }  // stable: gap events were added late
         addAdvertising()

@@ -3,6 +3,8 @@ import Analysis
 import Profiles
 
 extension NRF7Protocol: ProtocolAnalysis {
+    public static func provisioningPhaseReader() -> (any ProvisioningPhaseReading)? { NRF7PhaseReader() }
+
     /// A request carries the whole configuration (SSID, passphrase) in one write.
     public static func isWholeValueWrite(_ e: ProfileEvent) -> Bool { e.message is NRF7.Request }
 
@@ -130,5 +132,78 @@ extension NRF7.Result: TimelineDescribing {
         if let s = state { fields.append(Field("state", .string(s.description))) }
         if let reason { fields.append(Field("reason", .string(reason.description))); summary += " (\(reason))" }
         return (summary, fields)
+    }
+}
+
+/// nRF7: the link's security (read by the engine), then scan, config and connection from the
+/// requests, responses and results.
+struct NRF7PhaseReader: ProvisioningPhaseReading {
+    mutating func read(_ e: TimelineEvent, into phases: inout ProvisioningPhases) {
+        switch e.message {
+        case let r as NRF7.Request:
+            switch r.opCode?.raw {
+            case 2?: phases.start("scan", e)
+            case 3?: if phases.openPhase("scan") != nil { phases.close("scan", e, .ok) }
+            case 4?:
+                if phases.openPhase("scan") != nil { phases.close("scan", e, .ok) }
+                let ssid = r.config?.wifi?.ssid.map { "\"\(ProtocolText.display($0))\"" } ?? "no SSID"
+                phases.start("config", e, detail: "SET_CONFIG \(ssid)")
+            default: break
+            }
+        case let r as NRF7.Response:
+            if r.requestOpCode?.raw == 4, phases.openPhase("config") != nil {
+                let ok = (r.status?.raw ?? 0) == 0
+                phases.close("config", e, ok ? .ok : .failed, detail: ok ? nil : "refused: \(r.status?.description ?? "?")")
+                if ok { phases.start("connection", e) }
+            } else if r.requestOpCode?.raw == 2, (r.status?.raw ?? 0) != 0, phases.openPhase("scan") != nil {
+                phases.close("scan", e, .failed, detail: "refused: \(r.status?.description ?? "?")")
+            }
+        case let r as NRF7.Result:
+            if r.scanRecord != nil {
+                let n = (phases.openPhase("scan")?.detail.flatMap { Int($0.split(separator: " ").first ?? "") } ?? 0) + 1
+                phases.touch("scan", e, detail: "\(n) network\(n == 1 ? "" : "s")")
+            }
+            if let state = r.state {
+                if phases.openPhase("scan") != nil { phases.close("scan", e, .ok) }
+                if let config = phases.openPhase("config") {
+                    // The Response was lost (at MTU 23 it does not fit): the states tell it was taken.
+                    phases.close("config", e, .ok, detail: (config.detail.map { $0 + "; " } ?? "") + "no Response seen")
+                }
+                switch state.raw {
+                case 4: phases.close("connection", e, .ok, detail: "CONNECTED")
+                case 5: phases.close("connection", e, .failed, detail: "CONNECTION_FAILED" + (r.reason.map { " (\($0))" } ?? ""))
+                default: phases.touch("connection", e, detail: state.description)
+                }
+            }
+        default:
+            break
+        }
+    }
+}
+
+// MARK: Wi-Fi joins
+
+extension NRF7.Request: WiFiJoinReporting {
+    public var wifiJoinSteps: [WiFiJoinStep] {
+        var steps: [WiFiJoinStep] = []
+        if let ssid = config?.wifi?.ssid { steps.append(.ssid(ssid)) }
+        if opCode?.raw == 2 { steps.append(.scanStarted) }
+        return steps
+    }
+}
+
+extension NRF7.Result: WiFiJoinReporting {
+    public var wifiJoinSteps: [WiFiJoinStep] {
+        var steps: [WiFiJoinStep] = []
+        if let record = scanRecord, let network = WiFiNetwork(record) { steps.append(.scanned([network])) }
+        if state?.raw == 5 {
+            let cause: WiFiJoinCause? = switch reason?.raw {
+            case 0?: .wrongPassword
+            case 1?: .apNotFound
+            default: nil
+            }
+            steps.append(.failed(WiFiJoinFailure(what: "nRF7 CONNECTION_FAILED", reason: reason?.description, cause: cause)))
+        }
+        return steps
     }
 }
