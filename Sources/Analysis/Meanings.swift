@@ -1,6 +1,5 @@
 import Capture
 import HCI
-import Profiles
 
 /// What codes mean to someone debugging a field failure, beyond their names.
 public enum Meanings {
@@ -26,59 +25,5 @@ public enum Meanings {
     /// A link this host ended with its own HCI_Disconnect (`reason` is what the command gave).
     public static func disconnectedByHost(_ reason: HCIStatus) -> String {
         "this host hung up: it sent Disconnect (\(reason.name), 0x\(Hex.string([reason.rawValue])))"
-    }
-
-    /// What an OTA error code means (PROTOCOLS.md §3).
-    public static func otaError(_ e: SpeakerOTA.ErrorCode) -> String {
-        switch e {
-        case .none: "no error"
-        case .wifiConnect: "the device could not join the Wi-Fi network"
-        case .httpConnect: "the device could not reach the firmware server"
-        case .httpResponse: "the firmware server answered with an error status"
-        case .download: "the download failed part way"
-        case .verify: "the downloaded image failed verification"
-        case .write: "writing the image to flash failed"
-        case .noCredentials: "START or URL without Wi-Fi credentials first"
-        case .noURL: "START without a firmware URL first"
-        case .invalidImage: "the image is not a valid firmware image"
-        case .cancelled: "the update was cancelled"
-        case .rollbackFailed: "going back to the previous image failed"
-        }
-    }
-
-    /// The OTA states the device team allows after each state (PROTOCOLS.md §3). ERROR and IDLE
-    /// (cancel, rollback, validate) may follow anything.
-    static let allowedNext: [SpeakerOTA.State: Set<SpeakerOTA.State>] = [
-        .idle: [.idle, .credentialsReceived, .urlReceived, .pendingVerify],
-        .credentialsReceived: [.credentialsReceived, .urlReceived, .wifiConnecting],
-        .urlReceived: [.credentialsReceived, .urlReceived, .wifiConnecting],
-        .wifiConnecting: [.wifiConnecting, .wifiConnected],
-        .wifiConnected: [.wifiConnected, .downloading],
-        .downloading: [.downloading, .verifying],
-        .verifying: [.verifying, .success],
-        .success: [.success, .pendingVerify],
-        .pendingVerify: [.pendingVerify],
-        .error: [.error, .credentialsReceived, .urlReceived, .wifiConnecting],
-    ]
-
-    static func transitionAllowed(from a: SpeakerOTA.State, to b: SpeakerOTA.State) -> Bool {
-        if b == .error || b == .idle { return true }
-        return allowedNext[a]?.contains(b) ?? true
-    }
-
-    /// Phase names for OTA states.
-    static func phase(_ s: SpeakerOTA.State) -> String {
-        switch s {
-        case .idle: "idle"
-        case .credentialsReceived: "credentials"
-        case .urlReceived: "url"
-        case .wifiConnecting: "wifi-join"
-        case .wifiConnected: "http-connect"
-        case .downloading: "download"
-        case .verifying: "verification"
-        case .success: "success"
-        case .pendingVerify: "pending-verify"
-        case .error: "error"
-        }
     }
 }

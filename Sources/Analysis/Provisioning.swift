@@ -1,26 +1,60 @@
 import Profiles
 
-/// The Wi-Fi provisioning story of nRF7 and ESP-IDF devices, read from a finished timeline's
-/// events: the phases (security or session, scan, config, apply, connection) and why a join
-/// failed (wrong password, access point not found, a 5 GHz-only SSID).
+/// What a Wi-Fi provisioning message says about the device's join, for the `wifi.*` rules.
+public protocol WiFiJoinReporting: ProfileMessage {
+    var wifiJoinSteps: [WiFiJoinStep] { get }
+}
+
+public enum WiFiJoinStep {
+    /// The SSID the phone gave the device.
+    case ssid([UInt8])
+    /// The device starts a scan: the networks it finds follow.
+    case scanStarted
+    case scanned([WiFiNetwork])
+    /// A join failed; each report is one failure.
+    case failed(WiFiJoinFailure)
+    /// A polled station state, with its failure when it is one: a failure polled again counts
+    /// once, until the state changes.
+    case station(failure: WiFiJoinFailure?)
+}
+
+/// A failed join as the device reported it.
+public struct WiFiJoinFailure {
+    /// The protocol and the device's word for it: "nRF7 CONNECTION_FAILED".
+    public var what: String
+    /// The reason as the device named it.
+    public var reason: String?
+    /// What the reason means, when the `wifi.*` rules know it.
+    public var cause: WiFiJoinCause?
+
+    public init(what: String, reason: String?, cause: WiFiJoinCause?) {
+        self.what = what
+        self.reason = reason
+        self.cause = cause
+    }
+}
+
+/// What a failed join means, from the device's reason and what its scan saw.
+public enum WiFiJoinCause: Equatable, Sendable {
+    case wrongPassword
+    case apNotFound
+    /// The SSID is on 5 GHz only (the scan saw it there and nowhere else, or its name says
+    /// 5 GHz and a scan of 2.4 GHz networks does not list it).
+    case fiveGHzOnly
+}
+
+/// The Wi-Fi provisioning story of a device, read from a finished timeline's events: the
+/// phases (security or session, scan, config, apply, connection) its protocols read
+/// (`ProtocolAnalysis.provisioningPhases`), and why a join failed (wrong password, access point
+/// not found, a 5 GHz-only SSID) from the steps its messages report (`WiFiJoinReporting`).
 enum Provisioning {
     // MARK: Join failures
-
-    /// What a failed join means, from the device's reason and what its scan saw.
-    enum Failure: Equatable {
-        case wrongPassword
-        case apNotFound
-        /// The SSID is on 5 GHz only (the scan saw it there and nowhere else, or its name says
-        /// 5 GHz and a scan of 2.4 GHz networks does not list it).
-        case fiveGHzOnly
-    }
 
     /// One failed join: where, the reason as the device named it, and what it means.
     struct Join {
         var event: TimelineEvent
-        var protocolName: String
-        var reason: String?
-        var failure: Failure?
+        var report: WiFiJoinFailure
+        var failure: WiFiJoinCause?
         var ssid: String?
         /// The device's scan results before the failure (nil when it did not scan).
         var scanned: [WiFiNetwork]?
@@ -35,45 +69,23 @@ enum Provisioning {
             var ssid: [UInt8]?
             var scanned: [WiFiNetwork]?
             var failing = false
+            func failed(_ report: WiFiJoinFailure, at e: TimelineEvent) {
+                joins.append(classify(Join(event: e, report: report, failure: report.cause, ssid: ssid.map { ProtocolText.display($0) },
+                                           scanned: scanned)))
+            }
             for e in byDevice[d] ?? [] {
-                switch e.message {
-                case let r as NRF7.Request:
-                    if let s = r.config?.wifi?.ssid { ssid = s }
-                    if r.opCode?.raw == 2 { scanned = [] }
-                case let r as NRF7.Result:
-                    if let rec = r.scanRecord, let n = WiFiNetwork(rec) { scanned = (scanned ?? []) + [n] }
-                    guard let state = r.state?.raw else { break }
-                    if state == 5 {
-                        let failure: Failure? = switch r.reason?.raw {
-                        case 0?: .wrongPassword
-                        case 1?: .apNotFound
-                        default: nil
-                        }
-                        joins.append(classify(Join(event: e, protocolName: "nRF7", reason: r.reason?.description, failure: failure,
-                                                   ssid: ssid.map { ProtocolText.display($0) }, scanned: scanned)))
-                    }
-                case let m as ESPProvisioning.ConfigMessage:
-                    switch m.payload {
-                    case .setConfig(let c): ssid = c.ssid
-                    case .status(let r):
-                        guard r.stationState.raw == 3 else { failing = false; break }
+                for step in (e.message as? any WiFiJoinReporting)?.wifiJoinSteps ?? [] {
+                    switch step {
+                    case .ssid(let s): ssid = s
+                    case .scanStarted: scanned = []
+                    case .scanned(let networks): scanned = (scanned ?? []) + networks
+                    case .failed(let report): failed(report, at: e)
+                    case .station(nil): failing = false
+                    case .station(let report?):
                         guard !failing else { break }
                         failing = true
-                        var reason: ProtoEnumValue?
-                        if case .failReason(let f) = r.detail { reason = f }
-                        let failure: Failure? = switch reason?.raw {
-                        case 0?: .wrongPassword
-                        case 1?: .apNotFound
-                        default: nil
-                        }
-                        joins.append(classify(Join(event: e, protocolName: "ESP", reason: reason?.description, failure: failure,
-                                                   ssid: ssid.map { ProtocolText.display($0) }, scanned: scanned)))
-                    default: break
+                        failed(report, at: e)
                     }
-                case let m as ESPProvisioning.ScanMessage:
-                    if case .start = m.payload { scanned = [] }
-                    if case .resultResponse(let entries) = m.payload { scanned = (scanned ?? []) + entries.map(WiFiNetwork.init) }
-                default: break
                 }
             }
         }
@@ -105,8 +117,7 @@ enum Provisioning {
     }
 
     static func evidence(_ j: Join, _ c: Diagnoses.Context) -> String {
-        var t = "\(j.protocolName) \(j.protocolName == "ESP" ? "station ConnectionFailed" : "CONNECTION_FAILED")"
-            + (j.reason.map { " (\($0))" } ?? "") + " at \(c.seconds(j.event.time))"
+        var t = j.report.what + (j.report.reason.map { " (\($0))" } ?? "") + " at \(c.seconds(j.event.time))"
         t += j.ssid.map { "; SSID \"\($0)\"" } ?? "; SSID not in the capture"
         guard let scanned = j.scanned else { return t + "; the device did not scan in this capture" }
         guard !scanned.isEmpty else { return t + "; the device scanned, but no scan result is in the capture" }
@@ -137,7 +148,7 @@ enum Provisioning {
         return scanned.first { $0.ssidText.lowercased() == base && !$0.is5GHz }
     }
 
-    static func hits(_ c: Diagnoses.Context, _ failure: Failure) -> [Diagnoses.Hit] {
+    static func hits(_ c: Diagnoses.Context, _ failure: WiFiJoinCause) -> [Diagnoses.Hit] {
         failedJoins(c.timeline).filter { $0.failure == failure }.map { j in
             Diagnoses.Hit(device: j.event.device, time: j.event.time, frames: j.event.frames, evidence: evidence(j, c))
         }
@@ -151,220 +162,126 @@ enum Provisioning {
 
     // MARK: Phases
 
-    /// The provisioning phases of each device. ESP: `session` (its security scheme; sec2 says it
-    /// cannot be decrypted), `scan`, `config`, `apply`, `connection`; nRF7: `security` (pairing
-    /// until the link is encrypted), `scan`, `config`, `connection`. Each from its first message
-    /// to the answer that ends it, with the outcome; one never answered is `open` at the end of
-    /// the capture, or `interrupted` when the link dropped first.
-    static func phases(_ t: Timeline) -> [Phase] {
+    /// The provisioning phases of each device whose protocols read them, each from its first
+    /// message to the answer that ends it, with the outcome; one never answered is `open` at
+    /// the end of the capture, or `interrupted` when the link dropped first.
+    static func phases(_ t: Timeline, protocols: [any ProtocolAnalysis.Type]) -> [Phase] {
         var phases: [Phase] = []
         let byDevice = Dictionary(grouping: t.events.filter { $0.device != nil }) { $0.device ?? -1 }
         let end = t.lastTime ?? 0
         for d in byDevice.keys.sorted() {
-            let events = byDevice[d] ?? []
-            let protocols = t.devices.indices.contains(d) ? t.devices[d].protocols : []
-            guard protocols.contains("esp-prov") || protocols.contains("nrf7") else { continue }
-            var builder = PhaseBuilder(device: d)
-            for e in events { builder.add(e) }
+            let spoken = t.devices.indices.contains(d) ? t.devices[d].protocols : []
+            var readers = protocols.filter { spoken.contains($0.name) }.compactMap { $0.provisioningPhaseReader() }
+            guard !readers.isEmpty else { continue }
+            var builder = ProvisioningPhases(device: d)
+            for e in byDevice[d] ?? [] where !builder.addLinkEvent(e) {
+                for i in readers.indices { readers[i].read(e, into: &builder) }
+            }
             builder.finish(at: end)
             phases += builder.phases
         }
         return phases
     }
+}
 
-    /// Walks one device's events, opening and closing phases.
-    struct PhaseBuilder {
-        let device: Int
-        var phases: [Phase] = []
-        var open: [String: Phase] = [:]
-        var order: [String] = []
-        var security: Int?
-        var capabilities: [String] = []
+/// Reads one device's provisioning phases in a protocol's events.
+public protocol ProvisioningPhaseReading {
+    /// An event of the device (a message of any protocol, or a link event the phases do not
+    /// take themselves, such as an ATT error).
+    mutating func read(_ e: TimelineEvent, into phases: inout ProvisioningPhases)
+}
 
-        init(device: Int) { self.device = device }
+/// One device's provisioning phases as they open and close. The link's security phase
+/// (pairing until the link is encrypted) and the end of the link are read here; the protocols'
+/// readers open and close the rest by name (`session`, `scan`, `config`, `apply`, `connection`).
+public struct ProvisioningPhases {
+    let device: Int
+    var phases: [Phase] = []
+    var open: [String: Phase] = [:]
+    var order: [String] = []
 
-        mutating func start(_ name: String, _ e: TimelineEvent, detail: String? = nil) {
-            if var p = open[name] {
-                // A repeated start extends the phase (polls, pages, retries).
-                p.end = e.time
-                p.lastFrame = e.frames.last ?? p.lastFrame
-                if let detail { p.detail = detail }
-                open[name] = p
-                return
-            }
-            open[name] = Phase(device: device, connection: e.connection, name: name, start: e.time, end: e.time, outcome: .open,
-                               detail: detail, firstFrame: e.frames.first ?? 0, lastFrame: e.frames.last ?? 0)
-            order.append(name)
-        }
+    init(device: Int) { self.device = device }
 
-        mutating func touch(_ name: String, _ e: TimelineEvent, detail: String? = nil) {
-            guard var p = open[name] else { return start(name, e, detail: detail) }
+    /// The phase of that name, while it is open.
+    public func openPhase(_ name: String) -> Phase? { open[name] }
+
+    public mutating func start(_ name: String, _ e: TimelineEvent, detail: String? = nil) {
+        if var p = open[name] {
+            // A repeated start extends the phase (polls, pages, retries).
             p.end = e.time
             p.lastFrame = e.frames.last ?? p.lastFrame
             if let detail { p.detail = detail }
             open[name] = p
+            return
         }
+        open[name] = Phase(device: device, connection: e.connection, name: name, start: e.time, end: e.time, outcome: .open,
+                           detail: detail, firstFrame: e.frames.first ?? 0, lastFrame: e.frames.last ?? 0)
+        order.append(name)
+    }
 
-        mutating func close(_ name: String, _ e: TimelineEvent, _ outcome: Phase.Outcome, detail: String? = nil) {
-            if open[name] == nil { start(name, e) }
-            guard var p = open.removeValue(forKey: name) else { return }
-            p.end = e.time
-            p.lastFrame = e.frames.last ?? p.lastFrame
+    public mutating func touch(_ name: String, _ e: TimelineEvent, detail: String? = nil) {
+        guard var p = open[name] else { return start(name, e, detail: detail) }
+        p.end = e.time
+        p.lastFrame = e.frames.last ?? p.lastFrame
+        if let detail { p.detail = detail }
+        open[name] = p
+    }
+
+    public mutating func close(_ name: String, _ e: TimelineEvent, _ outcome: Phase.Outcome, detail: String? = nil) {
+        if open[name] == nil { start(name, e) }
+        guard var p = open.removeValue(forKey: name) else { return }
+        p.end = e.time
+        p.lastFrame = e.frames.last ?? p.lastFrame
+        p.outcome = outcome
+        if let detail { p.detail = detail }
+        if name == "scan", p.detail == nil { p.detail = "no scan result in the capture" }
+        order.removeAll { $0 == name }
+        phases.append(p)
+    }
+
+    mutating func closeAll(_ outcome: Phase.Outcome, at time: Int64, frame: Int?, why: String?) {
+        for name in order {
+            guard var p = open[name] else { continue }
+            p.end = max(p.end, time)
+            if let frame { p.lastFrame = frame }
             p.outcome = outcome
-            if let detail { p.detail = detail }
-            if name == "scan", p.detail == nil { p.detail = "no scan result in the capture" }
-            order.removeAll { $0 == name }
+            if let why { p.detail = (p.detail.map { $0 + "; " } ?? "") + why }
             phases.append(p)
         }
+        open = [:]
+        order = []
+    }
 
-        mutating func closeAll(_ outcome: Phase.Outcome, at time: Int64, frame: Int?, why: String?) {
-            for name in order {
-                guard var p = open[name] else { continue }
-                p.end = max(p.end, time)
-                if let frame { p.lastFrame = frame }
-                p.outcome = outcome
-                if let why { p.detail = (p.detail.map { $0 + "; " } ?? "") + why }
-                phases.append(p)
-            }
-            open = [:]
-            order = []
+    /// Takes the link events the phases read themselves; false for others.
+    mutating func addLinkEvent(_ e: TimelineEvent) -> Bool {
+        if e.kind == "link.disconnected" {
+            // What could not be read cannot be called interrupted: it stays open.
+            for (name, p) in open where p.detail?.contains("encrypted") == true { close(name, e, .open) }
+            closeAll(.interrupted, at: e.time, frame: e.frames.last, why: "the link ended")
+            return true
         }
+        guard e.message == nil else { return false }
+        let field = { (name: String) -> FieldValue? in e.fields.first { $0.name == name }?.value }
+        switch e.kind {
+        case "att.error":
+            guard case .bool(true)? = field("pairFirst") else { return false }
+            let error = if case .string(let x)? = field("error") { x } else { "an ATT error" }
+            start("security", e, detail: "the device asked for an encrypted link (\(error))")
+        case "link.pairing":
+            start("security", e, detail: "pairing")
+        case "link.encryption":
+            // A provisioning characteristic that needs an encrypted link: the security phase ends here.
+            let ok = e.fields.contains { $0.name == "enabled" && { if case .bool(true) = $0.value { true } else { false } }($0) }
+            let asked = open["security"]?.detail.map { $0 + "; " } ?? ""
+            close("security", e, ok ? .ok : .failed, detail: asked + (ok ? "link encrypted" : "encryption failed"))
+        default:
+            return false
+        }
+        return true
+    }
 
-        var sessionDetail: String {
-            switch security {
-            case 0?: return "security 0: plaintext"
-            case 1?: return capabilities.contains("no_pop") ? "security 1 (X25519 + AES-CTR), no PoP" : "security 1 (X25519 + AES-CTR) with PoP"
-            case 2?: return "security 2 (SRP6a + AES-GCM): encrypted, not decryptable from a capture"
-            case let s?: return "security \(s)"
-            case nil: return "security unknown"
-            }
-        }
-
-        mutating func add(_ e: TimelineEvent) {
-            if e.kind == "link.disconnected" {
-                // What could not be read cannot be called interrupted: it stays open.
-                for (name, p) in open where p.detail?.contains("encrypted") == true { close(name, e, .open) }
-                closeAll(.interrupted, at: e.time, frame: e.frames.last, why: "the link ended")
-                return
-            }
-            switch e.message {
-            // nRF7: the link's security, then requests and results.
-            case nil where e.kind == "att.error":
-                let field = { (name: String) -> FieldValue? in e.fields.first { $0.name == name }?.value }
-                let characteristic = if case .string(let c)? = field("characteristic") { c } else { "" }
-                let error = if case .string(let x)? = field("error") { x } else { "an ATT error" }
-                if case .bool(true)? = field("pairFirst") {
-                    start("security", e, detail: "the device asked for an encrypted link (\(error))")
-                } else if characteristic.contains("prov-session"), open["session"] != nil {
-                    close("session", e, .failed, detail: sessionDetail + "; refused: \(error)")
-                }
-            case nil where e.kind == "link.pairing":
-                start("security", e, detail: "pairing")
-            case nil where e.kind == "link.encryption":
-                // nRF7's Control Point needs an encrypted link: the security phase ends here.
-                let ok = e.fields.contains { $0.name == "enabled" && { if case .bool(true) = $0.value { true } else { false } }($0) }
-                let asked = open["security"]?.detail.map { $0 + "; " } ?? ""
-                close("security", e, ok ? .ok : .failed, detail: asked + (ok ? "link encrypted" : "encryption failed"))
-            case let r as NRF7.Request:
-                switch r.opCode?.raw {
-                case 2?: start("scan", e)
-                case 3?: if open["scan"] != nil { close("scan", e, .ok) }
-                case 4?:
-                    if open["scan"] != nil { close("scan", e, .ok) }
-                    let ssid = r.config?.wifi?.ssid.map { "\"\(ProtocolText.display($0))\"" } ?? "no SSID"
-                    start("config", e, detail: "SET_CONFIG \(ssid)")
-                default: break
-                }
-            case let r as NRF7.Response:
-                if r.requestOpCode?.raw == 4, open["config"] != nil {
-                    let ok = (r.status?.raw ?? 0) == 0
-                    close("config", e, ok ? .ok : .failed, detail: ok ? nil : "refused: \(r.status?.description ?? "?")")
-                    if ok { start("connection", e) }
-                } else if r.requestOpCode?.raw == 2, (r.status?.raw ?? 0) != 0, open["scan"] != nil {
-                    close("scan", e, .failed, detail: "refused: \(r.status?.description ?? "?")")
-                }
-            case let r as NRF7.Result:
-                if r.scanRecord != nil {
-                    let n = (open["scan"]?.detail.flatMap { Int($0.split(separator: " ").first ?? "") } ?? 0) + 1
-                    touch("scan", e, detail: "\(n) network\(n == 1 ? "" : "s")")
-                }
-                if let state = r.state {
-                    if open["scan"] != nil { close("scan", e, .ok) }
-                    if let config = open["config"] {
-                        // The Response was lost (at MTU 23 it does not fit): the states tell it was taken.
-                        close("config", e, .ok, detail: (config.detail.map { $0 + "; " } ?? "") + "no Response seen")
-                    }
-                    switch state.raw {
-                    case 4: close("connection", e, .ok, detail: "CONNECTED")
-                    case 5: close("connection", e, .failed, detail: "CONNECTION_FAILED" + (r.reason.map { " (\($0))" } ?? ""))
-                    default: touch("connection", e, detail: state.description)
-                    }
-                }
-            // ESP-IDF: session, scan, config, apply, connection status.
-            case let v as ESPProvisioning.Version:
-                if security == nil { security = v.securityVersion }
-                capabilities = v.capabilities
-            case let s as ESPProvisioning.SessionMessage:
-                security = s.securityVersion.raw
-                switch s.payload {
-                case .sec0Response(let st), .sec1Response1(let st, _):
-                    close("session", e, st.raw == 0 ? .ok : .failed, detail: sessionDetail + (st.raw == 0 ? "" : "; refused: \(st)"))
-                case .sec1Response0(let st, _, _) where st.raw != 0:
-                    close("session", e, .failed, detail: sessionDetail + "; refused: \(st)")
-                case .sec2(let step) where step.raw == 3:
-                    close("session", e, .ok, detail: sessionDetail)
-                default:
-                    start("session", e, detail: sessionDetail)
-                }
-            case let m as ESPProvisioning.ScanMessage:
-                if open["session"] != nil { close("session", e, .ok) }
-                switch m.payload {
-                case .resultResponse(let entries):
-                    let n = (open["scan"]?.detail.flatMap { Int($0.split(separator: " ").first ?? "") } ?? 0) + entries.count
-                    touch("scan", e, detail: "\(n) network\(n == 1 ? "" : "s")")
-                default:
-                    touch("scan", e)
-                }
-                if m.status.raw != 0 { close("scan", e, .failed, detail: "status \(m.status)") }
-            case let m as ESPProvisioning.ConfigMessage:
-                if open["session"] != nil { close("session", e, .ok) }
-                if open["scan"] != nil { close("scan", e, .ok) }
-                switch m.payload {
-                case .setConfig(let c): start("config", e, detail: "CmdSetConfig \"\(ProtocolText.display(c.ssid))\"")
-                case .setConfigResponse(let st): close("config", e, st.raw == 0 ? .ok : .failed, detail: st.raw == 0 ? nil : "RespSetConfig \(st)")
-                case .applyConfig: start("apply", e)
-                case .applyConfigResponse(let st):
-                    close("apply", e, st.raw == 0 ? .ok : .failed, detail: st.raw == 0 ? nil : "RespApplyConfig \(st)")
-                    if st.raw == 0 { start("connection", e) }
-                case .status(let r):
-                    switch r.stationState.raw {
-                    case 0: close("connection", e, .ok, detail: "Connected")
-                    case 3:
-                        var reason = ""
-                        if case .failReason(let f) = r.detail { reason = " (\(f))" }
-                        close("connection", e, .failed, detail: "ConnectionFailed" + reason)
-                    default: touch("connection", e, detail: r.stationState.description)
-                    }
-                default: break
-                }
-            case let o as ESPProvisioning.OpaquePayload where o.encrypted:
-                // Encrypted traffic: one phase per endpoint, saying why it cannot be read.
-                if open["session"] != nil { close("session", e, .ok) }
-                let why = o.security == 2 ? "encrypted, sec2: not decryptable from a capture"
-                    : o.security == 1 ? "encrypted, sec1 (give --esp-pop and --esp-client-key to read it)" : "encrypted"
-                let name = e.kind == "esp.scan" ? "scan" : e.kind == "esp.config" ? "config" : nil
-                if let name {
-                    if name == "config", open["scan"] != nil { close("scan", e, .ok) }
-                    touch(name, e, detail: why)
-                }
-            default:
-                break
-            }
-        }
-
-        mutating func finish(at end: Int64) {
-            closeAll(.open, at: end, frame: nil, why: nil)
-            phases.sort { ($0.start, $0.name) < ($1.start, $1.name) }
-        }
+    mutating func finish(at end: Int64) {
+        closeAll(.open, at: end, frame: nil, why: nil)
+        phases.sort { ($0.start, $0.name) < ($1.start, $1.name) }
     }
 }

@@ -122,6 +122,19 @@ public struct Phase: Sendable {
     public var firstFrame: Int
     public var lastFrame: Int
 
+    public init(device: Int, connection: Int?, name: String, start: Int64, end: Int64, outcome: Outcome, detail: String?,
+                firstFrame: Int, lastFrame: Int) {
+        self.device = device
+        self.connection = connection
+        self.name = name
+        self.start = start
+        self.end = end
+        self.outcome = outcome
+        self.detail = detail
+        self.firstFrame = firstFrame
+        self.lastFrame = lastFrame
+    }
+
     public var duration: Int64 { end - start }
 }
 
@@ -131,6 +144,13 @@ public struct ProgressPoint: Sendable {
     public var time: Int64
     public var percent: Int
     public var kb: Int
+
+    public init(device: Int, time: Int64, percent: Int, kb: Int) {
+        self.device = device
+        self.time = time
+        self.percent = percent
+        self.kb = kb
+    }
 }
 
 /// A value of an event field: secrets stay `Secret` until a renderer decides (redacted unless

@@ -6,9 +6,9 @@ import HCI
 import Profiles
 
 /// Builds a `Timeline` from the pipeline's events, record by record: the link story of every
-/// connection, the device protocols' events, OTA phases and download progress. `finish()` closes
-/// what is open and runs the diagnoses. Memory grows with the story (events, not PDUs), capped at
-/// `maxEvents`.
+/// connection, the device protocols' events, and the phases (and download progress) their
+/// trackers see. `finish()` closes what is open and runs the diagnoses. Memory grows with the
+/// story (events, not PDUs), capped at `maxEvents`.
 public final class TimelineBuilder {
     public static let maxEvents = 200_000
     /// Silence on a live connection longer than this is a gap worth showing.
@@ -21,7 +21,8 @@ public final class TimelineBuilder {
     /// cut short) belong to the connection that just ended.
     private var lastConnection: [ConnectionKey: Int] = [:]
     private var lastActivity: [Int: (time: Int64, frame: Int)] = [:]
-    private var ota: [Int: OTATrack] = [:]
+    /// Per device, the phase trackers of the protocols it speaks, by protocol name.
+    private var trackers: [Int: [String: any PhaseTracking]] = [:]
     private var rebootAt: [Int: (time: Int64, frame: Int, connection: Int)] = [:]
     /// Per connection: the last plain write (frame, handle, value length, MTU) and subscriptions.
     private(set) var lastWrite: [Int: (frame: Int, handle: UInt16, length: Int, mtu: Int)] = [:]
@@ -40,21 +41,9 @@ public final class TimelineBuilder {
     var advertising: AdvertisingTracker
     var connectAttempts: [AdvertisingDiagnoses.Attempt] = []
     static let maxConnectAttempts = 1000
-    /// The protocols' analysis hooks by protocol name.
+    /// The protocols' analysis hooks, in registration order, and by protocol name.
+    private let protocols: [any ProtocolAnalysis.Type]
     private let analysis: [String: any ProtocolAnalysis.Type]
-
-    /// The OTA state of one device as the status notifications tell it.
-    struct OTATrack {
-        var state: SpeakerOTA.State?
-        var phaseStart: Int64 = 0
-        var phaseFirstFrame = 0
-        var phaseLastFrame = 0
-        var phaseConnection: Int?
-        var lastStatus: SpeakerOTA.Status?
-        var lastStatusTime: Int64 = 0
-        var downloadStart: (time: Int64, kb: Int)?
-        var lastProgressChange: (time: Int64, frame: Int, percent: Int)?
-    }
 
     /// Called with each event as it is added, for live output (`gattlab capture --live --timeline`).
     /// Events come in the order they are found: a gap is told when the silence ends.
@@ -65,7 +54,8 @@ public final class TimelineBuilder {
     public init(source: String, format: String, protocols: ProtocolSet) {
         timeline = Timeline(source: source, format: format, records: 0)
         advertising = AdvertisingTracker(protocols: protocols)
-        analysis = Dictionary(protocols.conforming(to: (any ProtocolAnalysis.Type).self).map { ($0.name, $0) }) { first, _ in first }
+        self.protocols = protocols.conforming(to: (any ProtocolAnalysis.Type).self)
+        analysis = Dictionary(self.protocols.map { ($0.name, $0) }) { first, _ in first }
     }
 
     // MARK: Input
@@ -413,83 +403,24 @@ public final class TimelineBuilder {
         if !timeline.devices[d].protocols.contains(e.protocolName) { timeline.devices[d].protocols.append(e.protocolName) }
         let frames = e.firstFrame == e.frame ? [e.frame] : [e.firstFrame, e.frame]
         let (summary, fields) = EventDescription.describe(e)
-        let lane = analysis[e.protocolName]?.lane ?? .provisioning
+        let hooks = analysis[e.protocolName]
+        let lane = hooks?.lane ?? .provisioning
         add(TimelineEvent(time: time, device: d, connection: c, lane: lane, kind: e.kind, summary: summary, fields: fields,
                           frames: frames, message: e.message, problems: e.problems))
         if let w = lastWrite[c], w.frame == e.frame, w.length >= timeline.connections[c].mtu - 3, e.firstFrame == e.frame,
-           [SpeakerOTA.credentials, SpeakerOTA.url].contains(e.characteristic) || e.protocolName == "nrf7" || e.protocolName == "esp-prov",
-           e.message.map(Self.isWrite) == true || e.problems.contains(where: { $0.id.hasPrefix("credentials") || $0.id.hasPrefix("url") }) {
+           hooks?.isWholeValueWrite(e) == true {
             truncatedWrites.append((c, e.frame, time, KnownUUIDs.name(e.characteristic) ?? e.characteristic.description, w.length,
                                     timeline.connections[c].mtu))
         }
-        switch e.message {
-        case let s as SpeakerOTA.Status: otaStatus(s, device: d, connection: c, time: time, frame: e.frame)
-        case let cmd as SpeakerOTA.ControlCommand where cmd.command == .reboot:
-            rebootAt[d] = (time, e.frame, c)
-        default: break
-        }
-    }
-
-    static func isWrite(_ m: any ProfileMessage) -> Bool {
-        switch m {
-        case is SpeakerOTA.Credentials, is SpeakerOTA.FirmwareURL, is NRF7.Request: true
-        default: false
-        }
-    }
-
-    private func otaStatus(_ s: SpeakerOTA.Status, device d: Int, connection c: Int, time t: Int64, frame f: Int) {
-        var track = ota[d] ?? OTATrack()
-        defer { ota[d] = track }
-        if s.state == .downloading || (s.state == .verifying && track.state == .downloading) {
-            let percent = Int(s.progress)
-            timeline.progress.append(ProgressPoint(device: d, time: t, percent: percent, kb: Int(s.downloadedKB)))
-            if track.lastProgressChange?.percent != percent { track.lastProgressChange = (t, f, percent) }
-        }
-        if s.state == .downloading, track.downloadStart == nil { track.downloadStart = (t, Int(s.downloadedKB)) }
-        let previous = track.lastStatus
-        track.lastStatus = s
-        track.lastStatusTime = t
-        guard let state = s.state, state != track.state else {
-            track.phaseLastFrame = f
-            return
-        }
-        closePhase(&track, device: d, time: t, frame: f, next: state, previous: previous)
-        track.state = state
-        track.phaseStart = t
-        track.phaseFirstFrame = f
-        track.phaseLastFrame = f
-        track.phaseConnection = c
-        if state != .downloading { track.downloadStart = nil }
-    }
-
-    private func closePhase(_ track: inout OTATrack, device d: Int, time t: Int64, frame f: Int, next: SpeakerOTA.State?,
-                            previous: SpeakerOTA.Status?) {
-        guard let state = track.state else { return }
-        let outcome: Phase.Outcome = next == nil ? .interrupted : next == .error ? .failed : .ok
-        var detail: String?
-        if state == .downloading, let start = track.downloadStart, let last = previous {
-            let kb = Int(last.downloadedKB) - start.kb
-            let seconds = Double(t - start.time) / 1e6
-            if seconds > 0 {
-                detail = "\(kb) KB at \(Self.decimal(Double(kb) / seconds, 1)) KB/s, reached \(last.progress) %"
-            }
-        } else if state == .error, let e = previous?.error {
-            detail = "\(e): \(Meanings.otaError(e))"
-        }
-        // Terminal states and the idle state are points, not stretches: they end at the next state.
-        timeline.phases.append(Phase(device: d, connection: track.phaseConnection, name: Meanings.phase(state), start: track.phaseStart,
-                                     end: t, outcome: outcome, detail: detail, firstFrame: track.phaseFirstFrame, lastFrame: f))
+        guard let hooks, let message = e.message else { return }
+        if trackers[d]?[hooks.name] == nil, let tracker = hooks.phaseTracker(device: d) { trackers[d, default: [:]][hooks.name] = tracker }
+        trackers[d]?[hooks.name]?.add(message, connection: c, time: time, frame: e.frame, to: &timeline)
+        if hooks.asksToReboot(message) { rebootAt[d] = (time, e.frame, c) }
     }
 
     private func linkEnded(connection c: Int, time t: Int64, frame f: Int) {
         let d = timeline.connections[c].device
-        guard var track = ota[d], let state = track.state, track.phaseConnection == c else { return }
-        // States the device leaves by itself continue across the drop: only the phone's view ends.
-        if [.wifiConnecting, .wifiConnected, .downloading, .verifying].contains(state) {
-            closePhase(&track, device: d, time: t, frame: f, next: nil, previous: track.lastStatus)
-            track.state = nil
-            ota[d] = track
-        }
+        for p in protocols { trackers[d]?[p.name]?.linkEnded(connection: c, time: t, frame: f, to: &timeline) }
     }
 
     // MARK: Finish
@@ -499,30 +430,22 @@ public final class TimelineBuilder {
         let end = timeline.lastTime ?? 0
         for attempt in unattributedAttempts { add(attempt) }
         unattributedAttempts.removeAll()
-        for (d, var track) in ota.sorted(by: { $0.key < $1.key }) where track.state != nil {
-            let state = track.state
-            if let state, [.idle, .success, .error, .pendingVerify].contains(state) {
-                timeline.phases.append(Phase(device: d, connection: track.phaseConnection, name: Meanings.phase(state), start: track.phaseStart,
-                                             end: max(track.phaseStart, end), outcome: state == .error ? .failed : .open,
-                                             detail: state == .error ? track.lastStatus?.error.map { "\($0): \(Meanings.otaError($0))" } : nil,
-                                             firstFrame: track.phaseFirstFrame, lastFrame: track.phaseLastFrame))
-            } else {
-                closePhase(&track, device: d, time: end, frame: track.phaseLastFrame, next: nil, previous: track.lastStatus)
-            }
+        for d in trackers.keys.sorted() {
+            for p in protocols { trackers[d]?[p.name]?.finish(at: end, to: &timeline) }
         }
         for (d, r) in rebootAt {
             timeline.phases.append(Phase(device: d, connection: r.connection, name: "reboot", start: r.time, end: max(r.time, end),
                                          outcome: .open, detail: "no reconnection in the capture", firstFrame: r.frame, lastFrame: r.frame))
         }
-        timeline.phases += Provisioning.phases(timeline)
+        timeline.phases += Provisioning.phases(timeline, protocols: protocols)
         timeline.phases.sort { ($0.start, $0.device) < ($1.start, $1.device) }
         timeline.events.sort { $0.time < $1.time }  // stable: gap events were added late
         addAdvertising()
         var result = timeline
-        result.findings = Diagnoses.run(on: result, facts: Diagnoses.Facts(truncatedWrites: truncatedWrites, subscribed: subscribed,
-                                                                           lastStatus: ota.mapValues { ($0.lastStatus, $0.lastStatusTime) }))
+        result.findings = Diagnoses.run(on: result, facts: Diagnoses.Facts(truncatedWrites: truncatedWrites, subscribed: subscribed),
+                                        protocols: protocols)
         result.findings += AdvertisingDiagnoses.run(on: result, attempts: connectAttempts)
-        Summaries.summarise(&result)
+        Summaries.summarise(&result, protocols: protocols)
         for d in result.devices.indices where result.devices[d].connections.isEmpty {
             guard let a = result.devices[d].advertising else { continue }
             let failed = result.devices[d].summary
@@ -565,7 +488,7 @@ public final class TimelineBuilder {
 
     // MARK: Formatting helpers
 
-    static func decimal(_ v: Double, _ places: Int) -> String {
+    public static func decimal(_ v: Double, _ places: Int) -> String {
         var s = String(format: "%.\(places)f", v)
         if s.contains(".") {
             while s.hasSuffix("0") { s.removeLast() }

@@ -3,6 +3,7 @@ import Capture
 import GATT
 import HCI
 import Profiles
+import Protocols
 import XCTest
 @testable import Analysis
 @testable import Emulator
@@ -98,9 +99,9 @@ final class TimelineTests: XCTestCase {
     }
 
     func testRulesHaveUniqueIDsAndText() {
-        let ids = Diagnoses.rules.map(\.id)
+        let ids = Diagnoses.rules(GATTLabProtocols.all).map(\.id)
         XCTAssertEqual(Set(ids).count, ids.count)
-        for r in Diagnoses.rules {
+        for r in Diagnoses.rules(GATTLabProtocols.all) {
             XCTAssertFalse(r.title.isEmpty || r.advice.isEmpty, r.id)
             XCTAssertTrue(r.id.contains("."), r.id)
         }
