@@ -20,13 +20,13 @@ struct ESPKeyOptions: ParsableArguments {
     var isEmpty: Bool { espPoP == nil && espClientKey == nil }
 
     func validate() throws {
-        if let espClientKey, DecodeOptions.hexKey(espClientKey) == nil {
+        if let bad = GATTLabProtocols.all.malformedKey(givenKeys) {
             // The value is a secret: the message does not repeat it.
-            throw ValidationError("--esp-client-key takes 64 hex digits (a 32-byte X25519 private key)")
+            throw ValidationError("--\(bad.name) takes \(bad.expected)")
         }
     }
 
-    var keys: ProtocolKeys {
-        ProtocolKeys.parse(["esp-pop": espPoP, "esp-client-key": espClientKey], protocols: GATTLabProtocols.all)
-    }
+    var givenKeys: [String: String?] { ["esp-pop": espPoP, "esp-client-key": espClientKey] }
+
+    var keys: ProtocolKeys { ProtocolKeys.parse(givenKeys, protocols: GATTLabProtocols.all) }
 }

@@ -52,9 +52,9 @@ struct DecodeOptions: ParsableArguments {
         if gattTable != nil && profile != nil {
             throw ValidationError("--gatt-table and --profile both give a table; choose one")
         }
-        if let espClientKey, Self.hexKey(espClientKey) == nil {
+        if let bad = GATTLabProtocols.all.malformedKey(givenKeys) {
             // The value is a secret: the message does not repeat it.
-            throw ValidationError("--esp-client-key takes 64 hex digits (a 32-byte X25519 private key)")
+            throw ValidationError("--\(bad.name) takes \(bad.expected)")
         }
         if let profile, GATTLabProtocols.all.builtInTable(named: profile) == nil {
             throw ValidationError("unknown --profile '\(profile)'; built-in profiles: \(GATTLabProtocols.all.builtInNames.joined(separator: ", "))")
@@ -77,24 +77,12 @@ struct DecodeOptions: ParsableArguments {
         return nil
     }
 
-    static func hexKey(_ text: String) -> [UInt8]? {
-        var t = Substring(text.lowercased().filter { !$0.isWhitespace && $0 != ":" })
-        if t.hasPrefix("0x") { t = t.dropFirst(2) }
-        guard t.count == 64 else { return nil }
-        var out: [UInt8] = []
-        var i = t.startIndex
-        while i < t.endIndex {
-            let j = t.index(i, offsetBy: 2)
-            guard let b = UInt8(t[i..<j], radix: 16) else { return nil }
-            out.append(b)
-            i = j
-        }
-        return out
-    }
+    /// The key options as given, by name.
+    var givenKeys: [String: String?] { ["esp-pop": espPoP, "esp-client-key": espClientKey] }
 
     /// Keys for the protocol decoders, as secrets.
     func protocolKeys() -> ProtocolKeys {
-        ProtocolKeys.parse(["esp-pop": espPoP, "esp-client-key": espClientKey], protocols: GATTLabProtocols.all)
+        ProtocolKeys.parse(givenKeys, protocols: GATTLabProtocols.all)
     }
 
     func makeDecoder() throws -> GATTDecoder {

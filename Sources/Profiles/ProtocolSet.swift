@@ -49,6 +49,15 @@ public struct ProtocolSet: Sendable {
     /// Every key any registered protocol takes, in registration order.
     public var keyOptions: [ProtocolKeyOption] { types.flatMap { $0.keys } }
 
+    /// The first given key (option name: text) whose value does not parse, in registration
+    /// order: the command line refuses it, naming what a valid value looks like, never the value.
+    public func malformedKey(_ given: [String: String?]) -> ProtocolKeyOption? {
+        keyOptions.first { option in
+            guard case let text?? = given[option.name] else { return false }
+            return option.parse(text) == nil
+        }
+    }
+
     /// The key option with this name (`esp-pop`), if a protocol takes it.
     public func keyOption(named name: String) -> ProtocolKeyOption? {
         keyOptions.first { $0.name == name }
