@@ -69,7 +69,7 @@ final class ESPLiveReplay {
             for (i, step) in script.steps.enumerated() where step.action == .write {
                 guard let hex = step.plain, let bytes = Hex.bytes(hex) else { continue }
                 if let field = step.credentials {
-                    plaintexts[i] = try CredentialValues.rebuild(bytes, field, settings: options.settings, step: i + 1)
+                    plaintexts[i] = try CredentialValues.rebuild(bytes, field, settings: options.settings, step: i + 1, protocols: options.protocols)
                 } else {
                     plaintexts[i] = bytes
                 }

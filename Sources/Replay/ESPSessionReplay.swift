@@ -214,9 +214,9 @@ public enum ESPSessionReplay {
                 }
                 var edited = steps[i]
                 let uuid = edited.characteristic.flatMap(BluetoothUUID.init(string:)) ?? ESPProvisioning.service
-                let secret = CredentialValues.classify(plain, characteristic: uuid, endpoint: name)
+                let secret = options.protocols.credentials(in: plain, characteristic: uuid, endpoint: name)
                 // Security 0 values were redacted as they were read; redacting again changes nothing.
-                if let secret, !reveal { plain = CredentialValues.redact(plain, secret.secret) }
+                if let secret, !reveal { plain = secret.redacting(plain) }
                 let meaning = describe(plain, endpoint: name)
                 if written {
                     edited.plain = Hex.string(plain)

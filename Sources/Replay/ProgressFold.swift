@@ -17,9 +17,9 @@ public enum ReplayComparison: String, Sendable, Hashable, CaseIterable {
 /// networks however they were cut. The recording's run and the target's are folded alike and
 /// compared as folds, so a device that reports the same protocol with another cadence matches.
 struct ProgressFold {
-    enum Kind { case speakerStatus, sensorScan, nrf7Results }
-
-    let kind: Kind
+    /// What the protocol says each notification shows (`ReplayingProtocol.progressReader`).
+    private var reader: any ProgressReading
+    var style: ProgressStyle { reader.style }
     /// The distinct phases in the order reached ("WIFI_CONNECTING", "DOWNLOADING", ...).
     private(set) var phases: [String] = []
     /// For each phase, the index of the notification that began it (0-based).
@@ -30,35 +30,26 @@ struct ProgressFold {
     private(set) var count = 0
     /// Values that broke the protocol's own rules (progress that fell, a value that does not decode).
     private(set) var problems: [String] = []
-    /// A sensor scan ended with END.
-    var complete: Bool { joiner?.complete ?? false }
-    /// The sensor's marker placement (tolerated when it differs).
-    var markerStyle: String? { joiner?.markerStyle }
-    private var joiner: SensorScan.Joiner?
+    /// A scan ended (its END came).
+    var complete: Bool { style == .scan && terminal }
     private var lastProgress: Int?
-    /// The last phase is one the protocol does not leave by itself (an error, SUCCESS, a failed join).
+    /// The last phase is one the protocol does not leave by itself (an error, SUCCESS, a failed join, END).
     private(set) var terminal = false
 
-    /// The fold for a characteristic whose notifications have protocol meaning; nil for others
-    /// (they are compared one notification to one, as recorded).
-    init?(characteristic: BluetoothUUID) {
-        switch characteristic {
-        case SpeakerOTA.status: kind = .speakerStatus
-        case SensorScan.characteristic:
-            kind = .sensorScan
-            joiner = SensorScan.Joiner()
-        case NRF7.dataOut: kind = .nrf7Results
-        default: return nil
-        }
+    /// The fold for a characteristic whose notifications have protocol meaning to one of
+    /// `protocols`; nil for others (they are compared one notification to one, as recorded).
+    init?(characteristic: BluetoothUUID, protocols: ProtocolSet) {
+        guard let reader = protocols.replaying.lazy.compactMap({ $0.progressReader(for: characteristic) }).first else { return nil }
+        self.reader = reader
     }
 
     /// The phrase for what the fold waits for and reached.
     var summary: String {
-        switch kind {
-        case .sensorScan:
+        switch style {
+        case .scan:
             let n = networks.count
             return "\(complete ? "scan ended" : "scan without END"): \(n) network\(n == 1 ? "" : "s")"
-        case .speakerStatus, .nrf7Results:
+        case .phases:
             var text = phases.isEmpty ? "nothing" : phases.joined(separator: " -> ")
             if !networks.isEmpty { text = "\(networks.count) networks; " + text }
             return text
@@ -67,42 +58,19 @@ struct ProgressFold {
 
     mutating func add(_ value: [UInt8]) {
         count += 1
-        switch kind {
-        case .speakerStatus:
-            guard let s = SpeakerOTA.Status.decode(value).0 else {
-                // What does not decode is compared as it is: one phase per distinct value.
-                enter("undecodable status \(Hex.string(value))")
-                return
-            }
-            var phase = "status \(s.state?.description ?? "state 0x" + Hex.string([s.rawState]))"
-            if s.rawError != 0 { phase += " error \(s.error?.description ?? "0x" + Hex.string([s.rawError]))" }
+        let step = reader.read(value)
+        if let phase = step.phase {
             if phase != phases.last { lastProgress = nil }
             enter(phase)
-            if s.state == .downloading {
-                if let last = lastProgress, Int(s.progress) < last {
-                    problems.append("progress fell from \(last) % to \(s.progress) % while downloading")
-                }
-                lastProgress = Int(s.progress)
-            }
-            terminal = s.rawError != 0 || s.state == .success
-        case .sensorScan:
-            joiner?.add(value)
-            let response = joiner?.response()
-            networks = Set((response?.networks ?? []).map(\.ssidText))
-            terminal = complete
-        case .nrf7Results:
-            guard let r = NRF7.Result.decode(value).0 else {
-                enter("undecodable Result \(Hex.string(value))")
-                return
-            }
-            if let ssid = r.scanRecord?.wifi?.ssidText { networks.insert(ssid) }
-            if let state = r.state {
-                var phase = "state \(state)"
-                if let reason = r.reason { phase += " \(reason)" }
-                enter(phase)
-                terminal = state.raw == 4 || state.raw == 5 || r.reason != nil
-            }
         }
+        if let progress = step.progress {
+            if let last = lastProgress, progress < last {
+                problems.append("progress fell from \(last) % to \(progress) % while \(step.progressPhase)")
+            }
+            lastProgress = progress
+        }
+        if let networks = step.networks { self.networks = networks }
+        if let terminal = step.terminal { self.terminal = terminal }
     }
 
     private mutating func enter(_ phase: String) {
@@ -113,10 +81,10 @@ struct ProgressFold {
 
     /// The target's fold has reached what the recording's did: the wait for this run can end.
     func reached(_ recorded: ProgressFold) -> Bool {
-        switch kind {
-        case .sensorScan:
+        switch style {
+        case .scan:
             return complete
-        case .speakerStatus, .nrf7Results:
+        case .phases:
             if terminal { return true }
             guard networks.isSuperset(of: recorded.networks), phases.last == recorded.phases.last else { return false }
             // A recording that ends within a download (the phone gave up, the link was lost at
@@ -131,15 +99,15 @@ struct ProgressFold {
     /// phase that differs, the one that carried END. Empty when it means the same.
     func differences(from recorded: ProgressFold) -> [(at: Int, why: String)] {
         var out = problems.filter { !recorded.problems.contains($0) }.map { (at: 0, why: $0) }
-        switch kind {
-        case .sensorScan:
+        switch style {
+        case .scan:
             if recorded.complete != complete {
                 out.append((max(0, recorded.count - 1),
                             recorded.complete ? "recorded a scan that ended with END; observed no END (\(summary)): a phone waiting for END times out"
                                               : "recorded a scan that never ended; observed END (\(summary)): the recorded device's failure does not happen here"))
             }
             out += Self.setDifferences(recorded: recorded.networks, observed: networks).map { (0, $0) }
-        case .speakerStatus, .nrf7Results:
+        case .phases:
             if phases != recorded.phases {
                 var line = "recorded \(recorded.phases.joined(separator: " -> ")), observed \(phases.isEmpty ? "nothing" : phases.joined(separator: " -> "))"
                 if let r = recorded.phases.last, phases.last != r {
@@ -155,14 +123,14 @@ struct ProgressFold {
     }
 
     /// What differs but is tolerated: the cadence (how many notifications carried the progress)
-    /// and, for scans, the marker placement.
+    /// and the protocol's variant (a scan's marker placement).
     func tolerated(against recorded: ProgressFold, name: String) -> [String] {
         var out: [String] = []
         if count != recorded.count {
             out.append("\(name): \(recorded.count) notification\(recorded.count == 1 ? "" : "s") recorded, \(count) observed")
         }
-        if let r = recorded.markerStyle, let o = markerStyle, r != o {
-            out.append("\(name): marker style \(r) recorded, \(o) observed")
+        if let r = recorded.reader.variant, let o = reader.variant, r.value != o.value {
+            out.append("\(name): \(r.label) \(r.value) recorded, \(o.value) observed")
         }
         return out
     }

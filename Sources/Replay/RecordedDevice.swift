@@ -25,14 +25,18 @@ public struct RecordedDevice: Sendable {
 
     /// Reads the device of `path` (`options.peer` or `.connection` pick one; secrets revealed
     /// only with `options.revealSecrets`).
-    public static func read(path: String, options: ExtractOptions = ExtractOptions()) throws -> RecordedDevice {
+    public static func read(path: String, options: ExtractOptions) throws -> RecordedDevice {
         let (script, table) = try ScriptExtractor.extractWithTable(path: path, options: options)
-        return RecordedDevice(script: script, table: table)
+        return RecordedDevice(script: script, table: table, protocols: options.protocols)
     }
 
-    public init(script: SessionScript, table: AttributeTable?) {
+    /// The protocols that read the device's pace and Wi-Fi world from the script.
+    public let protocols: ProtocolSet
+
+    public init(script: SessionScript, table: AttributeTable?, protocols: ProtocolSet) {
         self.script = script
-        cadence = Self.cadence(script)
+        self.protocols = protocols
+        cadence = Self.cadence(script, protocols: protocols)
         fault = Self.fault(script)
         reactions = table.map { Self.reactions(script, $0) } ?? []
         unsolicited = table.map { Self.unsolicited(script, $0) } ?? RecordedUnsolicited()
@@ -54,7 +58,7 @@ public struct RecordedDevice: Sendable {
         var shaped = spec
         if let table, !table.table.isEmpty { shaped = shaped.withRecordedTable(table) }
         shaped = shaped.withCadence(cadence)
-        if let world = RecordedWorld.from(script, values: values, settings: settings) { shaped = shaped.inEnvironment(world.environment) }
+        if let world = RecordedWorld.from(script, values: values, settings: settings, protocols: protocols) { shaped = shaped.inEnvironment(world.environment) }
         return shaped
     }
 
@@ -273,56 +277,11 @@ public struct RecordedDevice: Sendable {
         return out
     }
 
-    /// The recorded pace, from the notifications' times.
-    static func cadence(_ script: SessionScript) -> RecordedCadence {
+    /// The recorded pace, from the notifications' times: each protocol reads its own, in
+    /// registration order.
+    static func cadence(_ script: SessionScript, protocols: ProtocolSet) -> RecordedCadence {
         var c = RecordedCadence()
-        let steps = script.steps
-        // Speaker: DOWNLOADING statuses say how big the image was and how often progress came.
-        let downloading = steps.compactMap { s -> (at: Int64, status: SpeakerOTA.Status)? in
-            guard s.action == .notification, s.characteristic == SpeakerOTA.status.canonicalString,
-                  let v = s.expect?.value.flatMap(Hex.bytes), let st = SpeakerOTA.Status.decode(v).0, st.state == .downloading
-            else { return nil }
-            return (s.at, st)
-        }
-        if let last = downloading.last, last.status.totalKB > 0 {
-            c.firmwareKB = last.status.totalKB
-            // What the statuses between START and the download said of the image size.
-            let before = steps.compactMap { s -> UInt16? in
-                guard s.action == .notification, s.characteristic == SpeakerOTA.status.canonicalString,
-                      let v = s.expect?.value.flatMap(Hex.bytes), let st = SpeakerOTA.Status.decode(v).0,
-                      st.state == .wifiConnecting || st.state == .wifiConnected else { return nil }
-                return st.totalKB
-            }
-            if !before.isEmpty { c.totalKBFromDownload = before.allSatisfy { $0 == 0 } }
-            let steps = zip(downloading, downloading.dropFirst()).map { Int($1.status.downloadedKB) - Int($0.status.downloadedKB) }.filter { $0 > 0 }
-            if let step = Self.median(steps.map(Int64.init)) { c.progressEveryKB = Int(step) }
-            if let first = downloading.first, last.at > first.at, last.status.downloadedKB > first.status.downloadedKB {
-                let kb = Int64(last.status.downloadedKB - first.status.downloadedKB)
-                c.downloadKBPerSecond = Int(max(1, kb * 1_000_000 / (last.at - first.at)))
-            }
-        }
-        // Sensor: the time from SCAN to the first chunk, the gap between chunks, the markers.
-        if let scan = steps.firstIndex(where: { $0.action == .write && $0.characteristic == SensorScan.characteristic.canonicalString }) {
-            let chunks = steps[(scan + 1)...].prefix { $0.action == .notification && $0.characteristic == SensorScan.characteristic.canonicalString }
-            if let first = chunks.first {
-                let gaps = zip(chunks, chunks.dropFirst()).map { $1.at - $0.at }
-                c.notificationGap = Self.median(gaps) ?? c.notificationGap
-                c.scanDuration = max(0, first.at - steps[scan].at - (c.notificationGap ?? 0))
-                var joiner = SensorScan.Joiner()
-                for chunk in chunks { if let v = chunk.expect?.value.flatMap(Hex.bytes) { joiner.add(v) } }
-                c.separateMarkers = joiner.markerStyle == SensorScan.MarkerStyle.separateNotification.rawValue
-            }
-        }
-        // nRF7: the time from START_SCAN to the first scan record.
-        if let start = steps.firstIndex(where: { s in
-            s.action == .write && s.characteristic == NRF7.controlPoint.canonicalString
-                && s.value.flatMap(Hex.bytes).flatMap { NRF7.Request.decode($0).0?.opCode?.raw } == 2
-        }), let record = steps[(start + 1)...].first(where: { s in
-            s.action == .notification && s.characteristic == NRF7.dataOut.canonicalString
-                && s.expect?.value.flatMap(Hex.bytes).flatMap { NRF7.Result.decode($0).0?.scanRecord } != nil
-        }) {
-            c.scanDuration = max(0, record.at - steps[start].at)
-        }
+        for type in protocols.replaying { type.readCadence(script.steps, into: &c) }
         return c
     }
 
@@ -337,7 +296,8 @@ public struct RecordedDevice: Sendable {
         })
     }
 
-    static func median(_ values: [Int64]) -> Int64? {
+    /// The middle value (the upper of the two middle ones), nil for none.
+    public static func median(_ values: [Int64]) -> Int64? {
         guard !values.isEmpty else { return nil }
         return values.sorted()[values.count / 2]
     }

@@ -24,81 +24,36 @@ public struct RecordedWorld: Sendable, Hashable {
     private var seen: Set<[UInt8]> = []
 
     /// Reads the world from a script's recorded answers and writes (for a redacted script, the
-    /// values the replay will send: `ReplayRunner.values()`). Nil when the recording shows no Wi-Fi.
-    public static func from(_ script: SessionScript, values: [Int: [UInt8]], settings: [String: String] = [:]) -> RecordedWorld? {
+    /// values the replay will send: `ReplayRunner.values()`), each protocol its own steps
+    /// (`ReplayingProtocol.worldReader`). Nil when the recording shows no Wi-Fi.
+    public static func from(_ script: SessionScript, values: [Int: [UInt8]], settings: [String: String] = [:],
+                            protocols: ProtocolSet) -> RecordedWorld? {
         var world = RecordedWorld()
-        var sensor = SensorScan.Joiner()
-        var sensorChunks = 0
+        var readers = protocols.replaying.compactMap { $0.worldReader() }
+        guard !readers.isEmpty else { return nil }
         var scanned = false
         for (i, step) in script.steps.enumerated() {
             guard let text = step.characteristic, let uuid = BluetoothUUID(string: text) else { continue }
-            // ESP-IDF security 1 steps carry their plaintext when the session was decrypted.
-            let answer = (step.expect?.plain ?? step.expect?.value).flatMap(Hex.bytes)
-            // The world keeps the recorded password, so that `--set password=...` with another
-            // one meets the recorded access point and fails as a changed password would; a
-            // redacted script's password is known only from what the replay sends.
-            let sent = step.credentials?.redacted == true || script.redacted ? values[i] : (step.plain ?? step.value).flatMap(Hex.bytes)
-            switch (uuid, step.action) {
-            case (SensorScan.characteristic, .notification):
-                if let answer, !sensor.complete {
-                    sensor.add(answer)
-                    sensorChunks += 1
-                }
-            case (NRF7.dataOut, .notification):
-                guard let answer, let r = NRF7.Result.decode(answer).0 else { continue }
-                if let record = r.scanRecord, let wifi = record.wifi, let ssid = wifi.ssid {
-                    scanned = true
-                    world.add(ssid: ssid, bssid: wifi.bssid, channel: wifi.channel, band: wifi.band?.raw,
-                              auth: wifi.auth?.raw, rssi: record.rssi)
-                }
-                if let state = r.state {
-                    if state.raw == 4 { world.join = .joined }
-                    if state.raw == 5 || r.reason != nil {
-                        world.join = switch r.reason?.raw { case 0?: .wrongPassword; case 1?: .notFound; default: world.join }
-                    }
-                }
-            case (NRF7.controlPoint, .write):
-                guard let sent, let request = NRF7.Request.decode(sent).0, let config = request.config else { continue }
-                world.ssid = config.wifi?.ssid ?? world.ssid
-                world.password = config.passphrase?.unsafeBytes ?? world.password
-            case (ESPProvisioning.Endpoint.scan.defaultUUID, .read):
-                // Security 0, or security 1 decrypted; ciphertext does not decode.
-                guard let answer, case .resultResponse(let entries)? = ESPProvisioning.ScanMessage.decode(answer).0?.payload else { continue }
-                scanned = true
-                for e in entries {
-                    world.add(ssid: e.ssid, bssid: e.bssid, channel: e.channel, band: nil, auth: e.auth.raw, rssi: e.rssi)
-                }
-            case (ESPProvisioning.Endpoint.config.defaultUUID, .write):
-                // The plaintext as recorded (its password '*' when redacted; a security 1 value is
-                // ciphertext, so the replay's `values` cannot stand in for it).
-                let message = (step.plain ?? step.value).flatMap(Hex.bytes) ?? sent ?? []
-                guard case .setConfig(let c)? = ESPProvisioning.ConfigMessage.decode(message).0?.payload else { continue }
-                world.ssid = settings["ssid"].map { Array($0.utf8) } ?? c.ssid
-                // A redacted plaintext holds '*' for the password: the one --set gives is it.
-                let redacted = step.credentials?.redacted == true || script.redacted
-                world.password = redacted ? settings["password"].map { Array($0.utf8) } : c.passphrase.unsafeBytes
-            case (ESPProvisioning.Endpoint.config.defaultUUID, .read):
-                guard let answer, case .status(let report)? = ESPProvisioning.ConfigMessage.decode(answer).0?.payload else { continue }
-                switch report.detail {
-                case .connected: world.join = .joined
-                case .failReason(let reason): world.join = reason.raw == 1 ? .notFound : .wrongPassword
-                case .none, .attemptFailed: break
-                }
-            default:
-                continue
-            }
+            let redacted = step.credentials?.redacted == true || script.redacted
+            let seen = RecordedWorldStep(
+                step: step, characteristic: uuid,
+                // ESP-IDF security 1 steps carry their plaintext when the session was decrypted.
+                answer: (step.expect?.plain ?? step.expect?.value).flatMap(Hex.bytes),
+                // The world keeps the recorded password, so that `--set password=...` with another
+                // one meets the recorded access point and fails as a changed password would; a
+                // redacted script's password is known only from what the replay sends.
+                sent: redacted ? values[i] : (step.plain ?? step.value).flatMap(Hex.bytes),
+                redacted: redacted, settings: settings)
+            for r in readers.indices where readers[r].read(seen, into: &world) { scanned = true }
         }
-        if sensorChunks > 0 {
-            scanned = true
-            for n in sensor.response().networks {
-                world.add(ssid: n.ssid, bssid: nil, channel: nil, band: nil, auth: nil, rssi: Int32(clamping: n.rssi))
-            }
-        }
+        for r in readers.indices where readers[r].finish(into: &world) { scanned = true }
         // A scan that found nothing is a world too: an emulated device in it finds nothing.
         return scanned || world.ssid != nil ? world : nil
     }
 
-    private mutating func add(ssid: [UInt8], bssid: [UInt8]?, channel: UInt32?, band: Int?, auth: Int?, rssi: Int32?) {
+    /// Adds a network seen (once per SSID, in the order first seen); what a protocol does not
+    /// say (BSSID, channel, band, security, RSSI) is made up stably.
+    public mutating func add(ssid: [UInt8], bssid: [UInt8]?, channel: UInt32?, band: Int?, auth: Int?, rssi: Int32?) {
         // A hostile capture may list a network thousands of times: a set, not a search.
         guard seen.insert(ssid).inserted else { return }
         let text = String(decoding: ssid, as: UTF8.self)

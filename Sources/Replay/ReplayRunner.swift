@@ -1,6 +1,7 @@
 import ATT
 import Emulator
 import GATT
+import Profiles
 import Transport
 
 /// How a replay is paced.
@@ -43,6 +44,9 @@ public enum ReplayTiming: Sendable, Hashable, CustomStringConvertible {
 }
 
 public struct ReplayOptions: Sendable {
+    /// The device protocols whose values the replay understands by meaning (`ReplayingProtocol`);
+    /// the command line gives every registered one.
+    public var protocols: ProtocolSet
     public var timing: ReplayTiming = .recorded
     /// `--set name=value`: ssid, password, url.
     public var settings: [String: String] = [:]
@@ -57,8 +61,9 @@ public struct ReplayOptions: Sendable {
     /// Seeds what the replay makes up itself: the ESP-IDF session's client key pair.
     public var seed: UInt64 = 1
 
-    public init(timing: ReplayTiming = .recorded, settings: [String: String] = [:], readOnly: Bool = false,
+    public init(protocols: ProtocolSet, timing: ReplayTiming = .recorded, settings: [String: String] = [:], readOnly: Bool = false,
                 attTimeout: Int64 = ScriptedCentral.defaultTransactionTimeout, comparison: ReplayComparison = .progress) {
+        self.protocols = protocols
         self.comparison = comparison
         self.timing = timing
         self.settings = settings
@@ -79,7 +84,7 @@ public struct ReplayRunner {
     public let script: SessionScript
     public let options: ReplayOptions
 
-    public init(script: SessionScript, options: ReplayOptions = ReplayOptions()) {
+    public init(script: SessionScript, options: ReplayOptions) {
         self.script = script
         self.options = options
     }
@@ -90,7 +95,7 @@ public struct ReplayRunner {
         for (i, step) in script.steps.enumerated() {
             guard let hex = step.value, let bytes = Hex.bytes(hex) else { continue }
             if let field = step.credentials, step.plain == nil {
-                values[i] = try CredentialValues.rebuild(bytes, field, settings: options.settings, step: i + 1)
+                values[i] = try CredentialValues.rebuild(bytes, field, settings: options.settings, step: i + 1, protocols: options.protocols)
             } else {
                 values[i] = bytes
             }
@@ -522,7 +527,7 @@ final class Run: @unchecked Sendable {
         let steps = script.steps
         let first = steps[index]
         guard first.action == .notification, first.descriptor == nil, let text = first.characteristic, let uuid = BluetoothUUID(string: text),
-              ProgressFold(characteristic: uuid) != nil else { return nil }
+              ProgressFold(characteristic: uuid, protocols: options.protocols) != nil else { return nil }
         var end = index + 1
         while end < steps.count, steps[end].action == .notification, steps[end].characteristic == text, steps[end].descriptor == nil { end += 1 }
         return index..<end
@@ -536,7 +541,7 @@ final class Run: @unchecked Sendable {
         let steps = script.steps
         let first = steps[run.lowerBound]
         guard let text = first.characteristic, let uuid = BluetoothUUID(string: text),
-              var recorded = ProgressFold(characteristic: uuid), var observed = ProgressFold(characteristic: uuid)
+              var recorded = ProgressFold(characteristic: uuid, protocols: options.protocols), var observed = ProgressFold(characteristic: uuid, protocols: options.protocols)
         else { return [] }
         let name = Names.of(text)
         o.name = name
@@ -679,12 +684,12 @@ final class Run: @unchecked Sendable {
     func compareValue(_ step: ReplayStep, _ observed: [UInt8], _ o: inout StepOutcome) {
         let uuid = step.descriptor == nil ? step.characteristic.flatMap(BluetoothUUID.init(string:)) : nil
         var shown = observed
-        if script.redacted, let uuid, let c = CredentialValues.classify(observed, characteristic: uuid, endpoint: nil) {
-            shown = CredentialValues.redact(observed, c.secret)
+        if script.redacted, let uuid {
+            shown = options.protocols.redactingCredentials(observed, characteristic: uuid, endpoint: nil)
         }
-        o.observe(ValueMeaning.describe(shown, characteristic: uuid, written: false) ?? Hex.string(shown))
+        o.observe(ValueMeaning.describe(shown, characteristic: uuid, written: false, protocols: options.protocols) ?? Hex.string(shown))
         guard let hex = step.expect?.value, let recorded = Hex.bytes(hex) else { return }
-        guard let difference = ValueMeaning.difference(recorded: recorded, observed: shown, characteristic: uuid, progress: progress) else { return }
+        guard let difference = ValueMeaning.difference(recorded: recorded, observed: shown, characteristic: uuid, progress: progress, protocols: options.protocols) else { return }
         if progress, step.action == .read, ValueMeaning.isInformational(uuid) {
             // A Device Name, a firmware revision, a descriptor: what the device says about itself.
             tolerances.append("\(o.name ?? "a descriptor") (step \(o.step)): informational read: \(difference)")
@@ -717,7 +722,7 @@ final class Run: @unchecked Sendable {
         }
         for n in extra.prefix(5) {
             let uuid = table.info(for: n.handle)?.uuid
-            let meaning = ValueMeaning.describe(n.value, characteristic: uuid, written: false) ?? Hex.string(n.value)
+            let meaning = ValueMeaning.describe(n.value, characteristic: uuid, written: false, protocols: options.protocols) ?? Hex.string(n.value)
             o.diverge("a notification the recording does not have: \(uuid.map { Names.of($0.canonicalString) } ?? "handle \(n.handle)") \(meaning)")
         }
         if extra.count > 5 { o.diverge("and \(extra.count - 5) more notifications the recording does not have") }

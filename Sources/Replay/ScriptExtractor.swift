@@ -15,8 +15,12 @@ public struct ExtractOptions: Sendable {
     public var revealSecrets = false
     /// Keys that decrypt the session (`--esp-pop`, `--esp-client-key`: ESP-IDF security 1).
     public var keys: ProtocolKeys
+    /// The device protocols whose values the script describes and whose credentials it redacts;
+    /// the command line gives every registered one.
+    public var protocols: ProtocolSet
 
-    public init(connection: String? = nil, peer: String? = nil, revealSecrets: Bool = false, keys: ProtocolKeys = .init()) {
+    public init(protocols: ProtocolSet, connection: String? = nil, peer: String? = nil, revealSecrets: Bool = false, keys: ProtocolKeys = .init()) {
+        self.protocols = protocols
         self.connection = connection
         self.peer = peer
         self.revealSecrets = revealSecrets
@@ -36,7 +40,7 @@ public final class ScriptExtractor {
     private var order: [ConnectionKey] = []
     private var records = 0
 
-    public init(options: ExtractOptions = ExtractOptions()) {
+    public init(options: ExtractOptions) {
         self.options = options
     }
 
@@ -45,7 +49,7 @@ public final class ScriptExtractor {
     public private(set) var chosenTable: AttributeTable?
 
     /// Reads `path` and returns the script and the recorded device's table.
-    public static func extractWithTable(path: String, options: ExtractOptions = ExtractOptions()) throws -> (SessionScript, AttributeTable?) {
+    public static func extractWithTable(path: String, options: ExtractOptions) throws -> (SessionScript, AttributeTable?) {
         let reader = try openCapture(path)
         let extractor = ScriptExtractor(options: options)
         let gatt = GATTDecoder()
@@ -60,7 +64,7 @@ public final class ScriptExtractor {
 
     /// Reads `path` and returns the script. Capture errors come back as they are (file, record,
     /// offset); a capture with nothing to replay is a `ReplayError`.
-    public static func extract(path: String, options: ExtractOptions = ExtractOptions()) throws -> SessionScript {
+    public static func extract(path: String, options: ExtractOptions) throws -> SessionScript {
         try extractWithTable(path: path, options: options).0
     }
 
@@ -114,7 +118,7 @@ public final class ScriptExtractor {
 
     private func builder(_ key: ConnectionKey, _ time: Int64) -> ConnectionSteps {
         if let b = builders[key] { return b }
-        let b = ConnectionSteps(key: key, firstTime: time)
+        let b = ConnectionSteps(key: key, firstTime: time, protocols: options.protocols)
         builders[key] = b
         order.append(key)
         return b
@@ -160,21 +164,18 @@ public final class ScriptExtractor {
             }
         }
         ConnectionSteps.setTimeouts(&steps)
-        let device = Self.deviceKind(steps)
+        let device = Self.deviceKind(steps, protocols: options.protocols)
         var script = SessionScript(source: .init(capture: capture, peer: chosen.first?.peer, connections: chosen.map(\.key.description), start: start),
                                    device: device, redacted: !options.revealSecrets, steps: steps)
         ESPSessionReplay.annotate(&script, endpoints: chosen.reduce(into: [:]) { $0.merge($1.endpointNames) { a, _ in a } }, options: options)
         return script
     }
 
-    /// The device protocol the steps speak, by the characteristics they use.
-    static func deviceKind(_ steps: [ReplayStep]) -> String? {
+    /// The device protocol the steps speak, by the characteristics they use: the short name of
+    /// the first registered protocol that owns one of them.
+    static func deviceKind(_ steps: [ReplayStep], protocols: ProtocolSet) -> String? {
         let used = Set(steps.compactMap { $0.characteristic.flatMap(BluetoothUUID.init(string:)) })
-        if !used.isDisjoint(with: SpeakerOTAProtocol.characteristics) { return "speaker" }
-        if used.contains(SensorScan.characteristic) { return "sensor" }
-        if !used.isDisjoint(with: NRF7Protocol.characteristics) { return "nrf7" }
-        if !used.isDisjoint(with: ESPProvisioningProtocol.characteristics) { return "esp" }
-        return nil
+        return protocols.types.first { !$0.shortName.isEmpty && !used.isDisjoint(with: $0.characteristics) }?.shortName
     }
 }
 
@@ -202,9 +203,13 @@ final class ConnectionSteps {
     private var openRead: Int?
     private(set) var hasGATT = false
 
-    init(key: ConnectionKey, firstTime: Int64) {
+    /// The protocols that describe values and find credentials in them.
+    let protocols: ProtocolSet
+
+    init(key: ConnectionKey, firstTime: Int64, protocols: ProtocolSet) {
         self.key = key
         self.firstTime = firstTime
+        self.protocols = protocols
     }
 
     func connect(at time: Int64) {
@@ -402,19 +407,19 @@ final class ConnectionSteps {
         let (shown, field) = credentials(value, info: info, handle: handle, table: table, reveal: reveal)
         s.value = Hex.string(shown)
         s.credentials = field
-        s.meaning = ValueMeaning.describe(shown, characteristic: info?.role == .value ? info?.uuid : nil, written: true)
+        s.meaning = ValueMeaning.describe(shown, characteristic: info?.role == .value ? info?.uuid : nil, written: true, protocols: protocols)
     }
 
     private func credentials(_ value: [UInt8], info: HandleInfo?, handle: UInt16, table: AttributeTable?,
                              reveal: Bool) -> ([UInt8], ReplayStep.CredentialField?) {
         guard let info, info.role == .value,
-              let c = CredentialValues.classify(value, characteristic: info.uuid, endpoint: table?.userDescriptions[handle]) else {
+              let c = protocols.credentials(in: value, characteristic: info.uuid, endpoint: table?.userDescriptions[handle]) else {
             return (value, nil)
         }
         let redact = !reveal && !c.secret.isEmpty
         let field = ReplayStep.CredentialField(format: c.format, fields: c.fields,
                                                ssid: c.ssid.map { String(decoding: $0, as: UTF8.self) }, redacted: redact)
-        return (redact ? CredentialValues.redact(value, c.secret) : value, field)
+        return (redact ? c.redacting(value) : value, field)
     }
 
     private func peripheral(_ pdu: ATTPDU, _ e: ATTEvent, at time: Int64, table: AttributeTable?, reveal: Bool) {
@@ -426,7 +431,7 @@ final class ConnectionSteps {
             var x = ReplayStep.Expectation()
             let (shown, _) = credentials(value, info: e.info, handle: handle, table: table, reveal: reveal)
             x.value = Hex.string(shown)
-            x.meaning = ValueMeaning.describe(shown, characteristic: e.info?.role == .value ? e.info?.uuid : nil, written: false)
+            x.meaning = ValueMeaning.describe(shown, characteristic: e.info?.role == .value ? e.info?.uuid : nil, written: false, protocols: protocols)
             s.expect = x
             if let d = discoverStep, steps[d].expect == nil, let table { expectDiscovered(d, table) }
             steps.append(s)
@@ -494,11 +499,11 @@ final class ConnectionSteps {
         var x = steps[i].expect ?? .init()
         x.result = "ok"
         var shown = value
-        if !reveal, let uuid, let c = CredentialValues.classify(value, characteristic: uuid, endpoint: endpoint) {
-            shown = CredentialValues.redact(value, c.secret)
+        if !reveal, let uuid {
+            shown = protocols.redactingCredentials(value, characteristic: uuid, endpoint: endpoint)
         }
         x.value = Hex.string(shown)
-        x.meaning = ValueMeaning.describe(shown, characteristic: uuid, written: false)
+        x.meaning = ValueMeaning.describe(shown, characteristic: uuid, written: false, protocols: protocols)
         steps[i].expect = x
     }
 

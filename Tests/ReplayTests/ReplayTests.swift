@@ -94,15 +94,15 @@ final class ReplayTests: XCTestCase {
     func testRSSIAndProgressDifferencesAreTolerated() {
         let a = Array("HomeNet,-41\nCafe,-70\nEN".utf8)
         let b = Array("HomeNet,-88\nCafe,-7\nEN".utf8)
-        XCTAssertNil(ValueMeaning.difference(recorded: a, observed: b, characteristic: SensorScan.characteristic))
+        XCTAssertNil(ValueMeaning.difference(recorded: a, observed: b, characteristic: SensorScan.characteristic, protocols: GATTLabProtocols.all))
         XCTAssertNotNil(ValueMeaning.difference(recorded: a, observed: Array("HomeNet2,-41\nCafe,-70\nEN".utf8),
-                                                characteristic: SensorScan.characteristic))
+                                                characteristic: SensorScan.characteristic, protocols: GATTLabProtocols.all))
         let s1 = SpeakerOTA.Status(state: .downloading, progress: 10, downloadedKB: 100, totalKB: 1480, rssi: -50).encode()
         let s2 = SpeakerOTA.Status(state: .downloading, progress: 60, downloadedKB: 900, totalKB: 1480, rssi: -61).encode()
         let s3 = SpeakerOTA.Status(state: .error, error: .download, progress: 60).encode()
-        XCTAssertNil(ValueMeaning.difference(recorded: s1, observed: s2, characteristic: SpeakerOTA.status))
-        XCTAssertNotNil(ValueMeaning.difference(recorded: s1, observed: s3, characteristic: SpeakerOTA.status))
-        XCTAssertNotNil(ValueMeaning.difference(recorded: s1, observed: s2, characteristic: nil), "other characteristics compare bytes")
+        XCTAssertNil(ValueMeaning.difference(recorded: s1, observed: s2, characteristic: SpeakerOTA.status, protocols: GATTLabProtocols.all))
+        XCTAssertNotNil(ValueMeaning.difference(recorded: s1, observed: s3, characteristic: SpeakerOTA.status, protocols: GATTLabProtocols.all))
+        XCTAssertNotNil(ValueMeaning.difference(recorded: s1, observed: s2, characteristic: nil, protocols: GATTLabProtocols.all), "other characteristics compare bytes")
     }
 
     func testADisconnectMidSessionEndsTheReplayAtThatStep() async throws {
