@@ -147,8 +147,8 @@ extension EmulateCommand {
                 return named
             }
             // The device keeps the recorded credentials in memory to answer joins as it did.
-            let recorded = try ReplayCommand.recordedDevice(from, ExtractOptions(peer: recordedAddress, revealSecrets: true))
-            let values = (try? ReplayRunner(script: recorded.script).values()) ?? [:]
+            let recorded = try ReplayCommand.recordedDevice(from, ExtractOptions(protocols: GATTLabProtocols.all, peer: recordedAddress, revealSecrets: true))
+            let values = (try? ReplayRunner(script: recorded.script, options: ReplayOptions(protocols: GATTLabProtocols.all)).values()) ?? [:]
             if let named { return recorded.shape(named, values: values) }
             guard let spec = recorded.emulated(values: values, protocols: GATTLabProtocols.all) else {
                 throw Failure(.badInput, "the capture has no discovery of the device to build it from", file: from,

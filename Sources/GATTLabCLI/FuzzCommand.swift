@@ -263,7 +263,7 @@ struct FuzzCommand: ParsableCommand {
             try Self.checkReachable(parsed, remote, speed: speed)
             var scripts: [SessionScript] = []
             for path in seedsFrom {
-                do { scripts.append(try ScriptExtractor.extract(path: path)) } catch {
+                do { scripts.append(try ScriptExtractor.extract(path: path, options: ExtractOptions(protocols: GATTLabProtocols.all))) } catch {
                     throw Failure(.badInput, "cannot read the session to seed from: \(error)", file: path,
                                   hint: "give a capture with an ATT session (gattlab timeline shows what it has)")
                 }
@@ -272,7 +272,8 @@ struct FuzzCommand: ParsableCommand {
             var cap = maxPDUs
             if case .bluez = parsed, cap == nil { cap = 128 }
             let speed = speed
-            return try GATTBlackBox.target(label: remote, timeout: timeout, maxPDUs: cap, seedScripts: scripts) {
+            return try GATTBlackBox.target(label: remote, timeout: timeout, maxPDUs: cap, seedScripts: scripts,
+                                           protocols: GATTLabProtocols.all) {
                 // The device is another process: its socket's calls may block the campaign's
                 // own thread (no dispatch hops), which every answer waits on anyway.
                 if case .unix(let path) = parsed { return DirectUnixLink(path: path, speed: speed) }

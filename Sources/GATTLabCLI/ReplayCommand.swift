@@ -71,7 +71,7 @@ struct ReplayCommand: ParsableCommand {
         @OptionGroup var esp: ESPKeyOptions
 
         func run() throws {
-            let options = ExtractOptions(connection: connection, peer: peer, revealSecrets: revealSecrets, keys: esp.keys)
+            let options = ExtractOptions(protocols: GATTLabProtocols.all, connection: connection, peer: peer, revealSecrets: revealSecrets, keys: esp.keys)
             let script = try ReplayCommand.extract(capture, options)
             if let output {
                 try OutputFiles.write(script.json(), to: output, force: force, protecting: [capture])
@@ -195,7 +195,7 @@ struct ReplayCommand: ParsableCommand {
 
         func run() throws {
             var parsed = try ReplayTarget.parse(target)
-            var options = ReplayOptions(timing: ReplayTiming(timing) ?? .recorded,
+            var options = ReplayOptions(protocols: GATTLabProtocols.all, timing: ReplayTiming(timing) ?? .recorded,
                                         settings: Dictionary(settings.map { s in
                                             let i = s.firstIndex(of: "=") ?? s.endIndex
                                             return (String(s[..<i]), String(s[s.index(after: i)...]))
@@ -350,7 +350,8 @@ struct ReplayCommand: ParsableCommand {
                     throw Failure(error)
                 }
             }
-            let device = try ReplayCommand.recordedDevice(input, ExtractOptions(connection: connection, peer: peer, revealSecrets: revealSecrets,
+            let device = try ReplayCommand.recordedDevice(input, ExtractOptions(protocols: GATTLabProtocols.all, connection: connection, peer: peer,
+                                                                               revealSecrets: revealSecrets,
                                                                                keys: esp.keys))
             return (device.script, device)
         }

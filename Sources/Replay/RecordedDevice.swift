@@ -25,7 +25,7 @@ public struct RecordedDevice: Sendable {
 
     /// Reads the device of `path` (`options.peer` or `.connection` pick one; secrets revealed
     /// only with `options.revealSecrets`).
-    public static func read(path: String, options: ExtractOptions = ExtractOptions()) throws -> RecordedDevice {
+    public static func read(path: String, options: ExtractOptions) throws -> RecordedDevice {
         let (script, table) = try ScriptExtractor.extractWithTable(path: path, options: options)
         return RecordedDevice(script: script, table: table)
     }

@@ -1,6 +1,7 @@
 import ATT
 import Emulator
 import GATT
+import Profiles
 import Transport
 
 /// How a replay is paced.
@@ -43,6 +44,8 @@ public enum ReplayTiming: Sendable, Hashable, CustomStringConvertible {
 }
 
 public struct ReplayOptions: Sendable {
+    /// The device protocols the run knows.
+    public var protocols: ProtocolSet
     public var timing: ReplayTiming = .recorded
     /// `--set name=value`: ssid, password, url.
     public var settings: [String: String] = [:]
@@ -57,8 +60,9 @@ public struct ReplayOptions: Sendable {
     /// Seeds what the replay makes up itself: the ESP-IDF session's client key pair.
     public var seed: UInt64 = 1
 
-    public init(timing: ReplayTiming = .recorded, settings: [String: String] = [:], readOnly: Bool = false,
+    public init(protocols: ProtocolSet, timing: ReplayTiming = .recorded, settings: [String: String] = [:], readOnly: Bool = false,
                 attTimeout: Int64 = ScriptedCentral.defaultTransactionTimeout, comparison: ReplayComparison = .progress) {
+        self.protocols = protocols
         self.comparison = comparison
         self.timing = timing
         self.settings = settings
@@ -79,7 +83,7 @@ public struct ReplayRunner {
     public let script: SessionScript
     public let options: ReplayOptions
 
-    public init(script: SessionScript, options: ReplayOptions = ReplayOptions()) {
+    public init(script: SessionScript, options: ReplayOptions) {
         self.script = script
         self.options = options
     }

@@ -6,6 +6,8 @@ import Profiles
 
 /// Which part of a capture to make a script of.
 public struct ExtractOptions: Sendable {
+    /// The device protocols extraction knows.
+    public var protocols: ProtocolSet
     /// One connection (as `decode` names it: 0x0040, hci1/0x0040); nil: every connection to the
     /// device of the first connection that carries ATT traffic.
     public var connection: String?
@@ -16,7 +18,8 @@ public struct ExtractOptions: Sendable {
     /// Keys that decrypt the session (`--esp-pop`, `--esp-client-key`: ESP-IDF security 1).
     public var keys: ProtocolKeys
 
-    public init(connection: String? = nil, peer: String? = nil, revealSecrets: Bool = false, keys: ProtocolKeys = .init()) {
+    public init(protocols: ProtocolSet, connection: String? = nil, peer: String? = nil, revealSecrets: Bool = false, keys: ProtocolKeys = .init()) {
+        self.protocols = protocols
         self.connection = connection
         self.peer = peer
         self.revealSecrets = revealSecrets
@@ -36,7 +39,7 @@ public final class ScriptExtractor {
     private var order: [ConnectionKey] = []
     private var records = 0
 
-    public init(options: ExtractOptions = ExtractOptions()) {
+    public init(options: ExtractOptions) {
         self.options = options
     }
 
@@ -45,7 +48,7 @@ public final class ScriptExtractor {
     public private(set) var chosenTable: AttributeTable?
 
     /// Reads `path` and returns the script and the recorded device's table.
-    public static func extractWithTable(path: String, options: ExtractOptions = ExtractOptions()) throws -> (SessionScript, AttributeTable?) {
+    public static func extractWithTable(path: String, options: ExtractOptions) throws -> (SessionScript, AttributeTable?) {
         let reader = try openCapture(path)
         let extractor = ScriptExtractor(options: options)
         let gatt = GATTDecoder()
@@ -60,7 +63,7 @@ public final class ScriptExtractor {
 
     /// Reads `path` and returns the script. Capture errors come back as they are (file, record,
     /// offset); a capture with nothing to replay is a `ReplayError`.
-    public static func extract(path: String, options: ExtractOptions = ExtractOptions()) throws -> SessionScript {
+    public static func extract(path: String, options: ExtractOptions) throws -> SessionScript {
         try extractWithTable(path: path, options: options).0
     }
 

@@ -2,6 +2,7 @@ import ATT
 import Dispatch
 import Emulator
 import Foundation
+import Profiles
 import Replay
 import Transport
 
@@ -29,6 +30,7 @@ public enum GATTBlackBox {
     /// that fails: a device that cannot be discovered is no finding). `seedOperations` are extra
     /// seeds (a recorded session's writes), already mapped onto this device's table.
     public static func target(label: String, timeout: Int64, maxPDUs: Int? = nil, seedScripts: [SessionScript] = [],
+                              protocols: ProtocolSet,
                               connect: @escaping @Sendable () -> any TimedATTBearer & LinkControl,
                               progress: (String) -> Void = { _ in }) throws(FuzzError) -> (FuzzTarget, GATTCampaignReporter) {
         let map: DeviceMap
@@ -122,7 +124,7 @@ public enum GATTBlackBox {
                 try? outcome.1.write(to: path + ".btsnoop", overwrite: true)
                 // And as a replay script, redacted as every script is: a device under test may
                 // answer with a real stored password (the capture replays without --set).
-                if let script = try? ScriptExtractor.extract(path: path + ".btsnoop") {
+                if let script = try? ScriptExtractor.extract(path: path + ".btsnoop", options: ExtractOptions(protocols: protocols)) {
                     let encoder = JSONEncoder()
                     encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
                     if let data = try? encoder.encode(script) { _ = FileManager.default.createFile(atPath: path + ".json", contents: data) }
