@@ -6,7 +6,8 @@ import Profiles
 
 /// Which part of a capture to make a script of.
 public struct ExtractOptions: Sendable {
-    /// The device protocols extraction knows.
+    /// The device protocols extraction knows: those with a replay session of their own
+    /// (`ReplaySessionDriving`) annotate the script.
     public var protocols: ProtocolSet
     /// One connection (as `decode` names it: 0x0040, hci1/0x0040); nil: every connection to the
     /// device of the first connection that carries ATT traffic.
@@ -117,7 +118,7 @@ public final class ScriptExtractor {
 
     private func builder(_ key: ConnectionKey, _ time: Int64) -> ConnectionSteps {
         if let b = builders[key] { return b }
-        let b = ConnectionSteps(key: key, firstTime: time)
+        let b = ConnectionSteps(key: key, firstTime: time, sessions: options.protocols.replaySessions)
         builders[key] = b
         order.append(key)
         return b
@@ -166,7 +167,10 @@ public final class ScriptExtractor {
         let device = Self.deviceKind(steps)
         var script = SessionScript(source: .init(capture: capture, peer: chosen.first?.peer, connections: chosen.map(\.key.description), start: start),
                                    device: device, redacted: !options.revealSecrets, steps: steps)
-        ESPSessionReplay.annotate(&script, endpoints: chosen.reduce(into: [:]) { $0.merge($1.endpointNames) { a, _ in a } }, options: options)
+        for type in options.protocols.replaySessions {
+            let names = chosen.reduce(into: [String: String]()) { $0.merge($1.discoveredNames[type.scriptKey] ?? [:]) { a, _ in a } }
+            type.annotate(&script, discovered: names, options: options)
+        }
         return script
     }
 
@@ -188,8 +192,10 @@ final class ConnectionSteps {
     var role: Role = .unknown
     var peer: String?
     var phoneHungUp = false
-    /// ESP-IDF endpoint names by characteristic UUID, as discovery found them (`ESPSessionReplay`).
-    private(set) var endpointNames: [String: String] = [:]
+    /// The protocol sessions of the extraction (`ReplaySessionDriving`), and what this
+    /// connection's discovery told each, by its script key.
+    private let sessions: [any ReplaySessionDriving.Type]
+    private(set) var discoveredNames: [String: [String: String]] = [:]
     private(set) var steps: [ReplayStep] = []
     private var connected = false
     /// The step waiting for the peripheral's answer.
@@ -205,9 +211,10 @@ final class ConnectionSteps {
     private var openRead: Int?
     private(set) var hasGATT = false
 
-    init(key: ConnectionKey, firstTime: Int64) {
+    init(key: ConnectionKey, firstTime: Int64, sessions: [any ReplaySessionDriving.Type]) {
         self.key = key
         self.firstTime = firstTime
+        self.sessions = sessions
     }
 
     func connect(at time: Int64) {
@@ -393,7 +400,7 @@ final class ConnectionSteps {
         e.result = "ok"
         e.characteristics = Set(table.characteristics.values.map(\.uuid.canonicalString)).sorted()
         steps[d].expect = e
-        endpointNames = ESPSessionReplay.endpointNames(table)
+        for type in sessions { discoveredNames[type.scriptKey] = type.discoveredNames(table) }
     }
 
     /// At the end: a discovery that was the connection's last step.

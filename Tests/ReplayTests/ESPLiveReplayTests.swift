@@ -283,7 +283,7 @@ final class ESPLiveReplayTests: XCTestCase {
         XCTAssertEqual(setConfig.credentials?.redacted, true)
         XCTAssertEqual(setConfig.credentials?.ssid, WiFiEnvironment.homeSSID)
         XCTAssertNotNil(setConfig.plain)
-        XCTAssertEqual(try SessionScript.parse(Data(json.utf8), path: "s.json"), script, "the new fields round-trip")
+        XCTAssertEqual(try SessionScript.parse(Data(json.utf8), path: "s.json", protocols: GATTLabProtocols.all), script, "the new fields round-trip")
 
         func usage(_ settings: [String: String]) -> String {
             do {
@@ -313,7 +313,7 @@ final class ESPLiveReplayTests: XCTestCase {
         var bad = script
         let i = try XCTUnwrap(bad.steps.firstIndex { $0.plain != nil })
         bad.steps[i].plain = "zz"
-        XCTAssertThrowsError(try SessionScript.parse(Data(bad.json().utf8), path: "s.json")) { error in
+        XCTAssertThrowsError(try SessionScript.parse(Data(bad.json().utf8), path: "s.json", protocols: GATTLabProtocols.all)) { error in
             XCTAssertTrue("\(error)".contains("step \(i + 1) (write): 'plain' is not hex bytes"), "\(error)")
         }
     }

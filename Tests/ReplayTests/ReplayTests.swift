@@ -195,7 +195,7 @@ final class ReplayTests: XCTestCase {
 
     func testScriptsRoundTripAndBadScriptsSayWhere() throws {
         let script = try Self.script("speaker-reboot-validate-mtu23")
-        let parsed = try SessionScript.parse(Data(script.json().utf8), path: "s.json")
+        let parsed = try SessionScript.parse(Data(script.json().utf8), path: "s.json", protocols: GATTLabProtocols.all)
         XCTAssertEqual(parsed, script)
         XCTAssertEqual(script.device, "speaker")
         XCTAssertEqual(script.steps.filter { $0.action == .connect }.count, 2, "the reconnection after REBOOT is in the script")
@@ -203,7 +203,7 @@ final class ReplayTests: XCTestCase {
 
         func message(_ text: String) -> String {
             do {
-                _ = try SessionScript.parse(Data(text.utf8), path: "s.json")
+                _ = try SessionScript.parse(Data(text.utf8), path: "s.json", protocols: GATTLabProtocols.all)
                 return "parsed"
             } catch {
                 return error.description

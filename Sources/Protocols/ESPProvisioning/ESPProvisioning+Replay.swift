@@ -3,8 +3,55 @@ import Capture
 import Emulator
 import GATT
 import Profiles
+import Replay
+
+/// ESP-IDF provisioning in replays: a security 1 session cannot be replayed byte for byte (the
+/// device makes new keys each time), so the replay runs the session itself (`ESPLiveReplay`,
+/// ESPProvisioning+ReplaySession.swift) from the plaintext extraction put in the script.
+extension ESPProvisioningProtocol: ReplaySessionDriving {
+    /// `esp`: the member scripts have carried since before the protocols became plug-ins.
+    public static var scriptKey: String { "esp" }
+
+    public static func discoveredNames(_ table: AttributeTable) -> [String: String] {
+        ESPSessionReplay.endpointNames(table)
+    }
+
+    public static func annotate(_ script: inout SessionScript, discovered: [String: String], options: ExtractOptions) {
+        ESPSessionReplay.annotate(&script, endpoints: discovered, options: options)
+    }
+
+    public static func checkSessionData(_ value: ScriptValue) throws {
+        _ = try value.decoded(as: SessionScript.ESPSession.self)
+    }
+
+    public static func sessionDriver(for script: SessionScript, options: ReplayOptions) throws(ReplayError) -> (any ReplaySessionDriver)? {
+        try ESPLiveReplay.make(script, options: options)
+    }
+
+    public static func emulatedDevice(_ spec: EmulatedDeviceSpec, for script: SessionScript, settings: [String: String]) -> DeviceFactory? {
+        ESPSessionReplay.shapedDevice(spec, for: script, settings: settings)
+    }
+
+    public static func extractionSummary(_ script: SessionScript) -> String? {
+        guard let e = script.esp else { return nil }
+        return "ESP-IDF security \(e.security.map(String.init) ?? "unknown"): \(e.live ? "the session runs live" : "the recorded bytes are replayed (\(e.note ?? "no plaintext"))")"
+    }
+
+    public static func runWarning(_ script: SessionScript) -> String? {
+        guard let e = script.esp, e.security == 1, !e.live else { return nil }
+        return "ESP-IDF security 1 without plaintext (\(e.note ?? "not decrypted")): the recorded ciphertext is sent, "
+            + "which only a device with the recorded keys accepts; extract with --esp-client-key and --esp-pop to run the session live"
+    }
+}
 
 extension SessionScript {
+    /// The script's ESP-IDF session (its `esp` member), decoded; nil when it has none (or one that
+    /// does not decode, which `SessionScript.parse` refuses). Setting it writes the member.
+    public var esp: ESPSession? {
+        get { sessions[ESPProvisioningProtocol.scriptKey].flatMap { try? $0.decoded(as: ESPSession.self) } }
+        set { sessions[ESPProvisioningProtocol.scriptKey] = newValue.flatMap { try? ScriptValue(encoding: $0) } }
+    }
+
     /// An ESP-IDF provisioning session as the script carries it (`esp` in the JSON): enough for
     /// the replay to run the session itself instead of sending the recorded bytes.
     public struct ESPSession: Codable, Sendable, Hashable {
@@ -53,9 +100,14 @@ public enum ESPSessionReplay {
 
     /// The endpoint a step reads or writes (`prov-session`, `prov-config`, a custom name), or nil
     /// when the step is not on an ESP-IDF endpoint.
-    static func endpoint(of step: ReplayStep, in script: SessionScript) -> String? {
+    public static func endpoint(of step: ReplayStep, in script: SessionScript) -> String? {
+        endpoint(of: step, endpoints: script.esp?.endpoints)
+    }
+
+    /// The same with the script's endpoint names at hand: decoding the session data once, not per step.
+    static func endpoint(of step: ReplayStep, endpoints: [String: String]?) -> String? {
         guard step.descriptor == nil, let text = step.characteristic, let uuid = BluetoothUUID(string: text) else { return nil }
-        if let name = script.esp?.endpoints?[uuid.canonicalString] { return name }
+        if let name = endpoints?[uuid.canonicalString] { return name }
         if let e = ESPProvisioning.Endpoint(uuid: uuid) { return e.rawValue }
         // Custom endpoints of the default service: 0xFF54 onwards in bytes 2-3.
         let service = ESPProvisioning.service
@@ -95,10 +147,9 @@ public enum ESPSessionReplay {
     /// unless `revealSecrets`. Not live when anything cannot be decrypted: the script then says
     /// why and keeps the recorded bytes only.
     static func annotate(_ script: inout SessionScript, endpoints names: [String: String], options: ExtractOptions) {
-        var probe = script
-        probe.esp = SessionScript.ESPSession(security: nil, live: false, endpoints: names.isEmpty ? nil : names)
+        let probe = names.isEmpty ? nil : names
         let onESP = script.steps.indices.filter { i in
-            [.read, .write].contains(script.steps[i].action) && endpoint(of: script.steps[i], in: probe) != nil
+            [.read, .write].contains(script.steps[i].action) && endpoint(of: script.steps[i], endpoints: probe) != nil
         }
         guard !onESP.isEmpty else { return }
         let reveal = options.revealSecrets
@@ -126,7 +177,7 @@ public enum ESPSessionReplay {
                 (keyMatches, devicePublic, candidates, stream) = (false, nil, [], nil)
                 continue
             }
-            guard step.action == .read || step.action == .write, let name = endpoint(of: step, in: probe) else { continue }
+            guard step.action == .read || step.action == .write, let name = endpoint(of: step, endpoints: probe) else { continue }
             let written = step.action == .write
             guard let bytes = (written ? step.value : step.expect?.value).flatMap(Hex.bytes) else { continue }
             switch name {
@@ -214,9 +265,9 @@ public enum ESPSessionReplay {
                 }
                 var edited = steps[i]
                 let uuid = edited.characteristic.flatMap(BluetoothUUID.init(string:)) ?? ESPProvisioning.service
-                let secret = CredentialValues.classify(plain, characteristic: uuid, endpoint: name)
+                let secret = ScriptCredentials.classify(plain, characteristic: uuid, endpoint: name)
                 // Security 0 values were redacted as they were read; redacting again changes nothing.
-                if let secret, !reveal { plain = CredentialValues.redact(plain, secret.secret) }
+                if let secret, !reveal { plain = ScriptCredentials.redact(plain, secret.secret) }
                 let meaning = describe(plain, endpoint: name)
                 if written {
                     edited.plain = Hex.string(plain)
@@ -263,10 +314,11 @@ public enum ESPSessionReplay {
 
     static func recordedDevice(_ script: SessionScript) -> RecordedDevice {
         var d = RecordedDevice()
-        d.security = script.esp?.security
-        d.noPoP = script.esp?.noPoP ?? false
+        let esp = script.esp
+        d.security = esp?.security
+        d.noPoP = esp?.noPoP ?? false
         for step in script.steps where step.action == .read || step.action == .write {
-            guard let name = endpoint(of: step, in: script) else { continue }
+            guard let name = endpoint(of: step, endpoints: esp?.endpoints) else { continue }
             if name == versionName, step.action == .read, d.versionText == nil,
                let bytes = step.expect?.value.flatMap(Hex.bytes), bytes.count <= GATTServer.maxValueLength {
                 let text = String(decoding: bytes, as: UTF8.self)
@@ -297,9 +349,10 @@ public enum ESPSessionReplay {
         c.security = security
         c.versionText = recorded.versionText
         guard security == 1 else { return c }
+        let esp = script.esp
         if recorded.noPoP {
             c.proofOfPossession = ""
-        } else if let phone = pop ?? (script.esp?.popRedacted == true ? nil : script.esp?.pop) {
+        } else if let phone = pop ?? (esp?.popRedacted == true ? nil : esp?.pop) {
             c.proofOfPossession = !recorded.refusedVerify ? phone : base.proofOfPossession != phone ? base.proofOfPossession : "not-" + phone
         }
         return c
@@ -310,9 +363,14 @@ public enum ESPSessionReplay {
     /// included, as it is.
     public static func emulatedDevice(_ spec: EmulatedDeviceSpec, for script: SessionScript,
                                       settings: [String: String] = [:]) -> DeviceFactory {
+        shapedDevice(spec, for: script, settings: settings) ?? spec.factory
+    }
+
+    /// The shaped device, nil when `spec` is not one to shape (the hook's answer).
+    static func shapedDevice(_ spec: EmulatedDeviceSpec, for script: SessionScript, settings: [String: String]) -> DeviceFactory? {
         // `esp` as named, or as built from the capture (emu:recorded); what shaping already put
         // in its configuration (the recorded table, Wi-Fi world, scan time) is kept.
-        guard spec.name == "esp" || spec.name == "recorded", recordedDevice(script).security != nil else { return spec.factory }
+        guard spec.name == "esp" || spec.name == "recorded", recordedDevice(script).security != nil else { return nil }
         return spec.reconfigured { (c: inout ESPConfiguration) in c = deviceConfiguration(for: script, base: c, pop: settings["pop"]) }.factory
     }
 
