@@ -374,6 +374,28 @@ final class ESPLiveReplayTests: XCTestCase {
         XCTAssertEqual(none.steps.count, other.steps.count)
     }
 
+    /// The `esp` member is the protocol's own (`ReplaySessionDriving`): the engine carries it as
+    /// plain JSON under the protocol's script key. Scripts read and write back byte for byte, a
+    /// malformed member is refused naming its field, and without the protocol it is kept as is.
+    func testTheESPMemberRoundTripsAsTheProtocolsSessionData() throws {
+        for name in ["esp-sec0-provision-mtu23", "esp-sec1-provision-mtu247", "esp-sec1-no-pop-mtu23"] {
+            for reveal in [false, true] {
+                let json = try Self.live(name, reveal: reveal).json()
+                XCTAssertTrue(json.contains("\n  \"esp\" : {"), name)
+                let parsed = try SessionScript.parse(Data(json.utf8), path: "s.json", protocols: GATTLabProtocols.all)
+                XCTAssertEqual(parsed.json(), json, "\(name): written back byte for byte")
+                let unknown = try SessionScript.parse(Data(json.utf8), path: "s.json", protocols: ProtocolSet([]))
+                XCTAssertEqual(unknown.json(), json, "\(name): kept as is by a gattlab without the protocol")
+            }
+        }
+        var script = try Self.live("esp-sec1-provision-mtu247")
+        script.sessions["esp"] = .object(["live": .string("yes")])
+        XCTAssertThrowsError(try SessionScript.parse(Data(script.json().utf8), path: "s.json", protocols: GATTLabProtocols.all)) { error in
+            XCTAssertTrue("\(error)".contains("esp.live"), "\(error)")
+        }
+        XCTAssertNil(script.esp, "a member that does not decode is no session")
+    }
+
     func testEndpointsAreFoundByTheirNames() throws {
         var script = try Self.live("esp-sec0-provision-mtu23")
         let custom = "8f3c0001-1111-2222-3333-444455556666"
