@@ -272,7 +272,8 @@ struct FuzzCommand: ParsableCommand {
             var cap = maxPDUs
             if case .bluez = parsed, cap == nil { cap = 128 }
             let speed = speed
-            return try GATTBlackBox.target(label: remote, timeout: timeout, maxPDUs: cap, seedScripts: scripts, protocols: GATTLabProtocols.all) {
+            return try GATTBlackBox.target(label: remote, timeout: timeout, maxPDUs: cap, seedScripts: scripts,
+                                           protocols: GATTLabProtocols.all) {
                 // The device is another process: its socket's calls may block the campaign's
                 // own thread (no dispatch hops), which every answer waits on anyway.
                 if case .unix(let path) = parsed { return DirectUnixLink(path: path, speed: speed) }

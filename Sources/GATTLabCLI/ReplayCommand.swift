@@ -76,8 +76,8 @@ struct ReplayCommand: ParsableCommand {
             if let output {
                 try OutputFiles.write(script.json(), to: output, force: force, protecting: [capture])
                 printError("gattlab: wrote \(output): \(script.steps.count) steps from \(script.source.connections.count) connection\(script.source.connections.count == 1 ? "" : "s") to \(script.source.peer ?? "the device")\(script.redacted ? "; secrets redacted (give them with --set at run time)" : "")")
-                if let e = script.esp {
-                    printError("gattlab: ESP-IDF security \(e.security.map(String.init) ?? "unknown"): \(e.live ? "the session runs live" : "the recorded bytes are replayed (\(e.note ?? "no plaintext"))")")
+                for type in GATTLabProtocols.all.replaySessions {
+                    if let line = type.extractionSummary(script) { printError("gattlab: " + line) }
                 }
             } else {
                 let out = OutputStream()
@@ -233,9 +233,8 @@ struct ReplayCommand: ParsableCommand {
                 break
             }
             let target = parsed
-            if let e = script.esp, e.security == 1, !e.live {
-                printError("gattlab: ESP-IDF security 1 without plaintext (\(e.note ?? "not decrypted")): the recorded ciphertext is sent, "
-                           + "which only a device with the recorded keys accepts; extract with --esp-client-key and --esp-pop to run the session live")
+            for type in GATTLabProtocols.all.replaySessions {
+                if let warning = type.runWarning(script) { printError("gattlab: " + warning) }
             }
             // One link per repetition: a fresh emulated device, or a new connection to the
             // emulator process or device (which serves them one after another).
@@ -244,8 +243,9 @@ struct ReplayCommand: ParsableCommand {
                                                   failure: (@Sendable () async -> String?)?)
             switch target {
             case .emulated(let spec):
-                // The plain `esp` device is shaped like the recorded one (scheme, proto-ver, PoP).
-                let device = ESPSessionReplay.emulatedDevice(spec, for: script, settings: options.settings)
+                // Shaped like the recorded device by the protocol whose session the script runs
+                // (ESP-IDF: the plain `esp` device gets the recorded scheme, proto-ver and PoP).
+                let device = spec.replayDevice(for: script, settings: options.settings, protocols: GATTLabProtocols.all)
                 makeLink = {
                     let e = EmulatedLink(seed: seed, device: device)
                     return (e, { await e.recording() }, nil)
@@ -345,12 +345,13 @@ struct ReplayCommand: ParsableCommand {
                                   hint: "extract the capture again with them (gattlab replay extract), or give the PoP with --set pop=")
                 }
                 do {
-                    return (try SessionScript.parse(data, path: input), nil)
+                    return (try SessionScript.parse(data, path: input, protocols: GATTLabProtocols.all), nil)
                 } catch {
                     throw Failure(error)
                 }
             }
-            let device = try ReplayCommand.recordedDevice(input, ExtractOptions(protocols: GATTLabProtocols.all, connection: connection, peer: peer, revealSecrets: revealSecrets,
+            let device = try ReplayCommand.recordedDevice(input, ExtractOptions(protocols: GATTLabProtocols.all, connection: connection, peer: peer,
+                                                                               revealSecrets: revealSecrets,
                                                                                keys: esp.keys))
             return (device.script, device)
         }

@@ -7,10 +7,10 @@ import Profiles
 /// `--reveal-secrets`) and how to rebuild them with the values of `--set ssid=... --set
 /// password=... --set url=...` at run time (`ReplayingProtocol.rebuildCredentials`), so a
 /// customer's recorded credentials never reach a lab device unless asked for.
-enum CredentialValues {
+public enum CredentialValues {
     /// The value to send: the recorded one with `settings` applied. Throws when the recorded secret
     /// was redacted and no `--set` gives it, or when the format's codec cannot rebuild the value.
-    static func rebuild(_ recorded: [UInt8], _ field: ReplayStep.CredentialField, settings: [String: String],
+    public static func rebuild(_ recorded: [UInt8], _ field: ReplayStep.CredentialField, settings: [String: String],
                         step: Int, protocols: ProtocolSet) throws(ReplayError) -> [UInt8] {
         let given = CredentialSettings(settings)
         for type in protocols.replaying {

@@ -36,14 +36,14 @@ public struct StepOutcome: Sendable, Hashable, Codable {
         recordedAt = step.at
     }
 
-    mutating func observe(_ what: String) { observed.append(what) }
+    public mutating func observe(_ what: String) { observed.append(what) }
 
-    mutating func diverge(_ why: String) {
+    public mutating func diverge(_ why: String) {
         differences.append(why)
         if status == .ok { status = .diverged }
     }
 
-    mutating func skip(_ why: String) {
+    public mutating func skip(_ why: String) {
         differences.append(why)
         status = .skipped
     }

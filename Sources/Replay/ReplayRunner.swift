@@ -44,8 +44,9 @@ public enum ReplayTiming: Sendable, Hashable, CustomStringConvertible {
 }
 
 public struct ReplayOptions: Sendable {
-    /// The device protocols whose values the replay understands by meaning (`ReplayingProtocol`);
-    /// the command line gives every registered one.
+    /// The device protocols the run knows: their values are compared by meaning
+    /// (`ReplayingProtocol`), and those with a session of their own (`ReplaySessionDriving`) run
+    /// it alongside the script. The command line gives every registered one.
     public var protocols: ProtocolSet
     public var timing: ReplayTiming = .recorded
     /// `--set name=value`: ssid, password, url.
@@ -58,7 +59,7 @@ public struct ReplayOptions: Sendable {
     public var comparison: ReplayComparison = .progress
     /// Says why the link could not be opened (the target's last error).
     public var connectFailure: (@Sendable () async -> String?)?
-    /// Seeds what the replay makes up itself: the ESP-IDF session's client key pair.
+    /// Seeds what the replay makes up itself: a protocol session's keys (`ReplaySessionDriver`).
     public var seed: UInt64 = 1
 
     public init(protocols: ProtocolSet, timing: ReplayTiming = .recorded, settings: [String: String] = [:], readOnly: Bool = false,
@@ -100,13 +101,22 @@ public struct ReplayRunner {
                 values[i] = bytes
             }
         }
-        _ = try ESPLiveReplay.make(script, options: options)  // its --set needs (password, pop) too
+        _ = try sessionDrivers()  // their --set needs (a password in plaintext, a PoP) too
         return values
+    }
+
+    /// A fresh session of each protocol that has steps in the script, in registration order.
+    func sessionDrivers() throws(ReplayError) -> [any ReplaySessionDriver] {
+        var drivers: [any ReplaySessionDriver] = []
+        for type in options.protocols.replaySessions {
+            if let d = try type.sessionDriver(for: script, options: options) { drivers.append(d) }
+        }
+        return drivers
     }
 
     public func run(on link: any TimedATTBearer & LinkControl, target: String) async throws(ReplayError) -> ReplayReport {
         let values = try values()
-        let run = Run(script: script, options: options, link: link, values: values, esp: try ESPLiveReplay.make(script, options: options))
+        let run = Run(script: script, options: options, link: link, values: values, sessions: try sessionDrivers())
         let startedAt = await link.now()
         let outcomes = await run.go()
         let endedAt = await link.now()
@@ -116,16 +126,17 @@ public struct ReplayRunner {
     }
 }
 
-/// One run's state: the central, the link, what has been observed.
-final class Run: @unchecked Sendable {
+/// One run's state: the central, the link, what has been observed. Public for the protocol
+/// sessions (`ReplaySessionDriver`), which perform their steps through it.
+public final class Run: @unchecked Sendable {
     // Used by one task from start to end (the runner's), never concurrently.
-    let script: SessionScript
-    let options: ReplayOptions
-    let link: any TimedATTBearer & LinkControl
-    let central: ScriptedCentral
+    public let script: SessionScript
+    public let options: ReplayOptions
+    public let link: any TimedATTBearer & LinkControl
+    public let central: ScriptedCentral
     let values: [Int: [UInt8]]
-    /// The ESP-IDF session, for scripts with ESP steps.
-    let esp: ESPLiveReplay?
+    /// The protocols' own sessions, offered each step first.
+    let sessions: [any ReplaySessionDriver]
     var outcomes: [StepOutcome] = []
     var connected = false
     /// When this run opened the current link, and when the recording did (µs since its start):
@@ -142,17 +153,18 @@ final class Run: @unchecked Sendable {
     var agreedMTU: Int?
     var progress: Bool { options.comparison == .progress }
 
-    init(script: SessionScript, options: ReplayOptions, link: any TimedATTBearer & LinkControl, values: [Int: [UInt8]], esp: ESPLiveReplay?) {
+    init(script: SessionScript, options: ReplayOptions, link: any TimedATTBearer & LinkControl, values: [Int: [UInt8]],
+         sessions: [any ReplaySessionDriver]) {
         self.script = script
         self.options = options
         self.link = link
         self.values = values
-        self.esp = esp
+        self.sessions = sessions
         central = ScriptedCentral(bearer: link, transactionTimeout: options.attTimeout)
     }
 
     /// Why a step could not go on.
-    enum Stop: Error {
+    public enum Stop: Error {
         /// The link dropped: a failure unless the recording lost it too.
         case linkDropped
         case failed(String)
@@ -258,7 +270,9 @@ final class Run: @unchecked Sendable {
             try await connect(&o, recordedAt: step.at)
             o.observe("connected first (the recording began mid-connection)")
         }
-        if let esp, try await esp.perform(step, index, &o, run: self) { return }
+        for session in sessions {
+            if try await session.perform(step, index, &o, run: self) { return }
+        }
         switch step.action {
         case .connect:
             try await connect(&o, recordedAt: step.at)
@@ -372,11 +386,12 @@ final class Run: @unchecked Sendable {
         connected = true
         linkOpened = (await link.now(), recordedAt)
         agreedMTU = nil
-        esp?.linkOpened()
+        for session in sessions { session.linkOpened() }
         o.observe("connected")
     }
 
-    func request(_ pdu: ATTPDU) async throws(Stop) -> ATTPDU {
+    /// Sends a request and returns its answer; a dropped link or a timeout stops the step.
+    public func request(_ pdu: ATTPDU) async throws(Stop) -> ATTPDU {
         do {
             return try await central.request(pdu)
         } catch {
@@ -384,7 +399,8 @@ final class Run: @unchecked Sendable {
         }
     }
 
-    func send(_ bytes: [UInt8]) async throws(Stop) {
+    /// Sends a PDU that has no answer (a command).
+    public func send(_ bytes: [UInt8]) async throws(Stop) {
         do { try await link.send(bytes) } catch { throw .linkDropped }
     }
 
@@ -435,7 +451,7 @@ final class Run: @unchecked Sendable {
     }
 
     /// The handle a step names, discovering first if needed; nil (step diverged) when the target lacks it.
-    func resolve(_ step: ReplayStep, _ o: inout StepOutcome, descriptor: BluetoothUUID?) async throws(Stop) -> (UInt16?, String?) {
+    public func resolve(_ step: ReplayStep, _ o: inout StepOutcome, descriptor: BluetoothUUID?) async throws(Stop) -> (UInt16?, String?) {
         if let h = step.handle { return (h, "handle 0x" + Hex.string([UInt8(h >> 8), UInt8(h & 0xFF)])) }
         guard let text = step.characteristic, let uuid = BluetoothUUID(string: text) else { return (nil, nil) }
         if !discovered {
@@ -666,7 +682,8 @@ final class Run: @unchecked Sendable {
         }
     }
 
-    func compareResult(_ step: ReplayStep, _ o: inout StepOutcome, error: ATTErrorCode?) {
+    /// Compares an answer's ATT result (`error`: the ATT error, nil for success) with the recording's.
+    public func compareResult(_ step: ReplayStep, _ o: inout StepOutcome, error: ATTErrorCode?) {
         if step.expect == nil, let i = script.steps.firstIndex(of: step), recordedUnanswered(i) {
             o.diverge("answered where the recorded device stopped answering (the phone hung up without an answer)")
             return

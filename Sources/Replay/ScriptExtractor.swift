@@ -6,6 +6,10 @@ import Profiles
 
 /// Which part of a capture to make a script of.
 public struct ExtractOptions: Sendable {
+    /// The device protocols extraction knows: the script describes their values and redacts
+    /// their credentials, and those with a replay session of their own (`ReplaySessionDriving`)
+    /// annotate it. The command line gives every registered one.
+    public var protocols: ProtocolSet
     /// One connection (as `decode` names it: 0x0040, hci1/0x0040); nil: every connection to the
     /// device of the first connection that carries ATT traffic.
     public var connection: String?
@@ -15,9 +19,6 @@ public struct ExtractOptions: Sendable {
     public var revealSecrets = false
     /// Keys that decrypt the session (`--esp-pop`, `--esp-client-key`: ESP-IDF security 1).
     public var keys: ProtocolKeys
-    /// The device protocols whose values the script describes and whose credentials it redacts;
-    /// the command line gives every registered one.
-    public var protocols: ProtocolSet
 
     public init(protocols: ProtocolSet, connection: String? = nil, peer: String? = nil, revealSecrets: Bool = false, keys: ProtocolKeys = .init()) {
         self.protocols = protocols
@@ -167,7 +168,10 @@ public final class ScriptExtractor {
         let device = Self.deviceKind(steps, protocols: options.protocols)
         var script = SessionScript(source: .init(capture: capture, peer: chosen.first?.peer, connections: chosen.map(\.key.description), start: start),
                                    device: device, redacted: !options.revealSecrets, steps: steps)
-        ESPSessionReplay.annotate(&script, endpoints: chosen.reduce(into: [:]) { $0.merge($1.endpointNames) { a, _ in a } }, options: options)
+        for type in options.protocols.replaySessions {
+            let names = chosen.reduce(into: [String: String]()) { $0.merge($1.discoveredNames[type.scriptKey] ?? [:]) { a, _ in a } }
+            type.annotate(&script, discovered: names, options: options)
+        }
         return script
     }
 
@@ -186,8 +190,10 @@ final class ConnectionSteps {
     var role: Role = .unknown
     var peer: String?
     var phoneHungUp = false
-    /// ESP-IDF endpoint names by characteristic UUID, as discovery found them (`ESPSessionReplay`).
-    private(set) var endpointNames: [String: String] = [:]
+    /// The protocol sessions of the extraction (`ReplaySessionDriving`), and what this
+    /// connection's discovery told each, by its script key.
+    private let sessions: [any ReplaySessionDriving.Type]
+    private(set) var discoveredNames: [String: [String: String]] = [:]
     private(set) var steps: [ReplayStep] = []
     private var connected = false
     /// The step waiting for the peripheral's answer.
@@ -210,6 +216,7 @@ final class ConnectionSteps {
         self.key = key
         self.firstTime = firstTime
         self.protocols = protocols
+        sessions = protocols.replaySessions
     }
 
     func connect(at time: Int64) {
@@ -395,7 +402,7 @@ final class ConnectionSteps {
         e.result = "ok"
         e.characteristics = Set(table.characteristics.values.map(\.uuid.canonicalString)).sorted()
         steps[d].expect = e
-        endpointNames = ESPSessionReplay.endpointNames(table)
+        for type in sessions { discoveredNames[type.scriptKey] = type.discoveredNames(table) }
     }
 
     /// At the end: a discovery that was the connection's last step.

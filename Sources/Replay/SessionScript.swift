@@ -1,5 +1,6 @@
 import ATT
 import Foundation
+import Profiles
 
 /// A recorded session as an editable script (`gattlab replay extract`): the central's side of one
 /// or more connections to one device, step by step, with the recorded answers as expectations.
@@ -17,9 +18,11 @@ public struct SessionScript: Codable, Sendable, Hashable {
     /// carries one need `--set` at run time.
     public var redacted: Bool
     public var steps: [ReplayStep]
-    /// ESP-IDF provisioning: the session's scheme, its proof of possession and whether the steps
-    /// carry plaintext to run the session live (`ESPSessionReplay`); nil for other devices.
-    public var esp: ESPSession?
+    /// The session data of protocols whose replay runs a session of its own
+    /// (`ReplaySessionDriving`), by the protocol's `scriptKey`: each is a member of the script's
+    /// JSON of that name (`esp`), which only the protocol decodes. Members this gattlab does not
+    /// know are kept here too, so a script reads and writes back unchanged.
+    public var sessions: [String: ScriptValue] = [:]
 
     public struct Source: Codable, Sendable, Hashable {
         public var capture: String
@@ -29,12 +32,50 @@ public struct SessionScript: Codable, Sendable, Hashable {
         public var start: Int64
     }
 
-    public init(source: Source, device: String?, redacted: Bool, steps: [ReplayStep], esp: ESPSession? = nil) {
+    public init(source: Source, device: String?, redacted: Bool, steps: [ReplayStep], sessions: [String: ScriptValue] = [:]) {
         self.source = source
         self.device = device
         self.redacted = redacted
         self.steps = steps
-        self.esp = esp
+        self.sessions = sessions
+    }
+
+    // The members by name: the fixed ones, then each session's under its own key. With sorted
+    // keys (`json()`) a session member lands where a typed property of that name did, so scripts
+    // written before the protocols became plug-ins are written byte for byte the same.
+    private struct Key: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(_ name: String) { stringValue = name }
+        init?(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+
+    private static let fixedKeys: Set<String> = ["schema", "source", "device", "redacted", "steps"]
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: Key.self)
+        schema = try c.decode(String.self, forKey: Key("schema"))
+        source = try c.decode(Source.self, forKey: Key("source"))
+        device = try c.decodeIfPresent(String.self, forKey: Key("device"))
+        redacted = try c.decode(Bool.self, forKey: Key("redacted"))
+        steps = try c.decode([ReplayStep].self, forKey: Key("steps"))
+        for key in c.allKeys where !Self.fixedKeys.contains(key.stringValue) {
+            // Any JSON value reads as one; the protocol that owns the member checks it (`parse`).
+            if let value = try? c.decode(ScriptValue.self, forKey: key) { sessions[key.stringValue] = value }
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: Key.self)
+        try c.encode(schema, forKey: Key("schema"))
+        try c.encode(source, forKey: Key("source"))
+        try c.encodeIfPresent(device, forKey: Key("device"))
+        try c.encode(redacted, forKey: Key("redacted"))
+        try c.encode(steps, forKey: Key("steps"))
+        for (name, value) in sessions where !Self.fixedKeys.contains(name) {
+            try c.encode(value, forKey: Key(name))
+        }
     }
 
     /// The script as pretty JSON, keys in a stable order.
@@ -45,19 +86,20 @@ public struct SessionScript: Codable, Sendable, Hashable {
         return String(decoding: data, as: UTF8.self) + "\n"
     }
 
-    /// Reads a script, with a message that names the step and field that is wrong.
-    public static func parse(_ data: Data, path: String) throws(ReplayError) -> SessionScript {
+    /// Reads a script, with a message that names the step and field that is wrong. The session
+    /// data of `protocols` is checked by the protocol that owns it.
+    public static func parse(_ data: Data, path: String, protocols: ProtocolSet) throws(ReplayError) -> SessionScript {
         let script: SessionScript
         do {
             script = try JSONDecoder().decode(SessionScript.self, from: data)
-        } catch let DecodingError.dataCorrupted(context) {
-            throw .badScript(path, "not JSON: \(context.underlyingError.map { "\($0.localizedDescription)" } ?? context.debugDescription)")
-        } catch let DecodingError.keyNotFound(key, context) {
-            throw .badScript(path, "\(Self.where(context.codingPath)) lacks '\(key.stringValue)'")
-        } catch let DecodingError.typeMismatch(_, context), let DecodingError.valueNotFound(_, context) {
-            throw .badScript(path, "\(Self.where(context.codingPath)): \(context.debugDescription)")
+            for type in protocols.replaySessions {
+                guard let value = script.sessions[type.scriptKey] else { continue }
+                do { try type.checkSessionData(value) } catch { throw Self.problem(error, within: type.scriptKey) }
+            }
+        } catch let error as ScriptProblem {
+            throw .badScript(path, error.text)
         } catch {
-            throw .badScript(path, "\(error)")
+            throw .badScript(path, Self.problem(error, within: nil).text)
         }
         guard script.schema == schemaName else {
             throw .badScript(path, "schema '\(script.schema)'; this gattlab reads \(schemaName)")
@@ -66,6 +108,23 @@ public struct SessionScript: Codable, Sendable, Hashable {
             if let problem = step.problem { throw .badScript(path, "step \(i + 1) (\(step.action.rawValue)): \(problem)") }
         }
         return script
+    }
+
+    /// A decoding error as one line; `member`: it came from decoding that member on its own.
+    private struct ScriptProblem: Error { var text: String }
+
+    private static func problem(_ error: any Error, within member: String?) -> ScriptProblem {
+        let prefix: [any CodingKey] = member.map { [Key($0)] } ?? []
+        switch error {
+        case DecodingError.dataCorrupted(let context):
+            return ScriptProblem(text: "not JSON: \(context.underlyingError.map { "\($0.localizedDescription)" } ?? context.debugDescription)")
+        case DecodingError.keyNotFound(let key, let context):
+            return ScriptProblem(text: "\(Self.where(prefix + context.codingPath)) lacks '\(key.stringValue)'")
+        case DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context):
+            return ScriptProblem(text: "\(Self.where(prefix + context.codingPath)): \(context.debugDescription)")
+        default:
+            return ScriptProblem(text: "\(error)")
+        }
     }
 
     static func `where`(_ path: [any CodingKey]) -> String {
@@ -134,8 +193,9 @@ public struct ReplayStep: Codable, Sendable, Hashable {
     public var indication: Bool?
     /// How long to wait, in microseconds (notification, link-lost).
     public var timeout: Int64?
-    /// ESP-IDF provisioning: what `value` carries in the clear (hex) on an endpoint the session
-    /// protects; the live replay encrypts it with its own session. `credentials` apply to it.
+    /// For a protocol session run live (`ReplaySessionDriving`; ESP-IDF provisioning): what
+    /// `value` carries in the clear (hex) on an endpoint the session protects; the live replay
+    /// encrypts it with its own session. `credentials` apply to it.
     public var plain: String?
     /// The value carries credentials: how to rebuild it with `--set`.
     public var credentials: CredentialField?
@@ -164,7 +224,8 @@ public struct ReplayStep: Codable, Sendable, Hashable {
         public var reason: String?
         /// PDU: the answer's opcode (hex).
         public var opcode: String?
-        /// ESP-IDF provisioning: the value read, decrypted (hex); compared by meaning.
+        /// For a protocol session run live (ESP-IDF provisioning): the value read, decrypted
+        /// (hex); compared by meaning.
         public var plain: String?
         /// A long write refused with Prepare Queue Full: the parts the device queued before it.
         public var queued: Int?
@@ -182,6 +243,13 @@ public struct ReplayStep: Codable, Sendable, Hashable {
         public var ssid: String?
         /// The secret bytes were overwritten with '*': `--set` must give them.
         public var redacted: Bool
+
+        public init(format: String, fields: [String], ssid: String?, redacted: Bool) {
+            self.format = format
+            self.fields = fields
+            self.ssid = ssid
+            self.redacted = redacted
+        }
     }
 
     /// What is wrong with a step a person edited, if anything.

@@ -23,7 +23,7 @@ final class ESPLiveReplayTests: XCTestCase {
 
     /// Extraction with the scenario phone's client key and PoP, so an ESP recording replays live.
     static func liveOptions(for path: String, reveal: Bool = true) -> ExtractOptions {
-        var options = ExtractOptions(revealSecrets: reveal)
+        var options = ExtractOptions(protocols: GATTLabProtocols.all, revealSecrets: reveal)
         guard let spec = EmulatedDeviceSpec.forRecording(named: path, protocols: GATTLabProtocols.all), spec.kind == "esp" else { return options }
         options.keys["esp-client-key"] = Secret(Scenario.espClientPrivateKey, label: "ESP client private key")
         options.keys["esp-pop"] = Secret(Array(phonePoP(spec.name).utf8), label: "ESP proof of possession")
@@ -39,7 +39,7 @@ final class ESPLiveReplayTests: XCTestCase {
     }
 
     static func run(_ script: SessionScript, _ device: @escaping DeviceFactory, seed: UInt64 = 1,
-                    options: ReplayOptions = ReplayOptions()) async throws -> ReplayReport {
+                    options: ReplayOptions = ReplayOptions(protocols: GATTLabProtocols.all)) async throws -> ReplayReport {
         try await ReplayRunner(script: script, options: options).run(on: EmulatedLink(seed: seed, device: device), target: "emu")
     }
 
@@ -113,7 +113,7 @@ final class ESPLiveReplayTests: XCTestCase {
         let script = try Self.live("esp-sec1-provision-mtu247")
         let command1 = try Self.step(script, Self.isCommand1)
         let report = try await Self.run(script, try Self.scenarioDevice("esp-sec1-provision"),
-                                        options: ReplayOptions(settings: ["pop": "abcd9999"]))
+                                        options: ReplayOptions(protocols: GATTLabProtocols.all, settings: ["pop": "abcd9999"]))
         XCTAssertEqual(report.verdict, .diverged, report.text(verbose: true, color: false))
         XCTAssertEqual(report.firstProblem, command1, report.text(verbose: true, color: false))
         let refused = report.steps[command1 - 1]
@@ -128,7 +128,7 @@ final class ESPLiveReplayTests: XCTestCase {
         let wrong = try Self.live("esp-sec1-wrong-pop-mtu247")
         XCTAssertEqual(wrong.esp?.pop, "abcd1235", "the script carries the PoP the phone used")
         let right = try await Self.run(wrong, try Self.scenarioDevice("esp-sec1-wrong-pop"),
-                                       options: ReplayOptions(settings: ["pop": ESPConfiguration().proofOfPossession]))
+                                       options: ReplayOptions(protocols: GATTLabProtocols.all, settings: ["pop": ESPConfiguration().proofOfPossession]))
         XCTAssertEqual(right.verdict, .diverged)
         XCTAssertEqual(right.firstProblem, try Self.step(wrong, Self.isCommand1), right.text(verbose: true, color: false))
         XCTAssertTrue(right.steps.contains { $0.differences.contains { $0.hasPrefix("recorded ATT error 0x04") } })
@@ -144,7 +144,7 @@ final class ESPLiveReplayTests: XCTestCase {
             let report = try await Self.run(live, try Self.scenarioDevice(scenario), seed: 2)
             XCTAssertEqual(report.verdict, .equivalent, "\(name):\n\(report.text(verbose: true, color: false))")
 
-            let recorded = try ScriptExtractor.extract(path: Self.path(name), options: ExtractOptions(revealSecrets: true))
+            let recorded = try ScriptExtractor.extract(path: Self.path(name), options: ExtractOptions(protocols: GATTLabProtocols.all, revealSecrets: true))
             XCTAssertEqual(recorded.esp?.live, false)
             XCTAssertFalse(recorded.steps.contains { $0.plain != nil || $0.expect?.plain != nil })
             let same = try await Self.run(recorded, try Self.scenarioDevice(scenario), seed: 1)
@@ -162,7 +162,7 @@ final class ESPLiveReplayTests: XCTestCase {
 
     func testWithoutTheClientKeyTheRecordedBytesAreSentAndTheReportSaysSo() async throws {
         let name = "esp-sec1-provision-mtu247"
-        let recorded = try ScriptExtractor.extract(path: Self.path(name), options: ExtractOptions(revealSecrets: true))
+        let recorded = try ScriptExtractor.extract(path: Self.path(name), options: ExtractOptions(protocols: GATTLabProtocols.all, revealSecrets: true))
         XCTAssertEqual(recorded.esp?.security, 1)
         XCTAssertTrue(recorded.esp?.note?.contains("no --esp-client-key") == true, "\(recorded.esp?.note ?? "")")
         let report = try await Self.run(recorded, try Self.scenarioDevice("esp-sec1-provision"))
@@ -211,13 +211,13 @@ final class ESPLiveReplayTests: XCTestCase {
 
         // The phone's: --set password= rebuilds the plaintext CmdSetConfig before it is encrypted.
         let phone = try await Self.run(script, try Self.scenarioDevice("esp-sec1-provision"),
-                                       options: ReplayOptions(settings: ["password": "not the password"]))
+                                       options: ReplayOptions(protocols: GATTLabProtocols.all, settings: ["password": "not the password"]))
         XCTAssertEqual(phone.firstProblem, status, phone.text(verbose: true, color: false))
         XCTAssertTrue(phone.steps[status - 1].differences.first?.hasSuffix("observed station ConnectionFailed AuthError") == true)
 
         // And the reverse: a recorded failure, replayed with the right password.
         let failed = try Self.live("esp-sec1-wrong-password-mtu247")
-        let reverse = try await Self.run(failed, try Self.scenarioDevice("esp-sec1-wrong-password"), options: ReplayOptions(settings: Self.homePassword))
+        let reverse = try await Self.run(failed, try Self.scenarioDevice("esp-sec1-wrong-password"), options: ReplayOptions(protocols: GATTLabProtocols.all, settings: Self.homePassword))
         let failedStatus = try Self.lastStatusRead(failed)
         XCTAssertEqual(reverse.firstProblem, failedStatus, reverse.text(verbose: true, color: false))
         XCTAssertTrue(reverse.steps[failedStatus - 1].differences.first?.hasPrefix("recorded station ConnectionFailed AuthError, observed station Connected to \"HomeNet\"") == true,
@@ -249,7 +249,7 @@ final class ESPLiveReplayTests: XCTestCase {
         XCTAssertTrue(late.steps.contains { $0.observed.contains { $0.hasPrefix("not finished where the recording's scan was; polled") } })
 
         // The phone twice as fast: the station is still connecting at the recorded last poll.
-        let hurried = try await Self.run(script, try Self.shapedESP(script), options: ReplayOptions(timing: .scaled(3)))
+        let hurried = try await Self.run(script, try Self.shapedESP(script), options: ReplayOptions(protocols: GATTLabProtocols.all, timing: .scaled(3)))
         XCTAssertEqual(hurried.verdict, .equivalent, hurried.text(verbose: true, color: false))
         XCTAssertTrue(hurried.steps.contains { $0.observed.contains { $0.hasPrefix("station Connecting where the recording's was Connected; polled") } },
                       hurried.text(verbose: true, color: false))
@@ -283,11 +283,11 @@ final class ESPLiveReplayTests: XCTestCase {
         XCTAssertEqual(setConfig.credentials?.redacted, true)
         XCTAssertEqual(setConfig.credentials?.ssid, WiFiEnvironment.homeSSID)
         XCTAssertNotNil(setConfig.plain)
-        XCTAssertEqual(try SessionScript.parse(Data(json.utf8), path: "s.json"), script, "the new fields round-trip")
+        XCTAssertEqual(try SessionScript.parse(Data(json.utf8), path: "s.json", protocols: GATTLabProtocols.all), script, "the new fields round-trip")
 
         func usage(_ settings: [String: String]) -> String {
             do {
-                _ = try ReplayRunner(script: script, options: ReplayOptions(settings: settings)).values()
+                _ = try ReplayRunner(script: script, options: ReplayOptions(protocols: GATTLabProtocols.all, settings: settings)).values()
                 return "none"
             } catch {
                 return error.description
@@ -298,7 +298,7 @@ final class ESPLiveReplayTests: XCTestCase {
         XCTAssertEqual(usage(Self.homePassword.merging(["pop": "abcd1234"]) { $1 }), "none")
 
         let link = EmulatedLink(seed: 1, device: try Self.scenarioDevice("esp-sec1-provision"))
-        let options = ReplayOptions(settings: ["password": password, "pop": "abcd1234"])
+        let options = ReplayOptions(protocols: GATTLabProtocols.all, settings: ["password": password, "pop": "abcd1234"])
         let report = try await ReplayRunner(script: script, options: options).run(on: link, target: "emu")
         XCTAssertEqual(report.verdict, .equivalent, report.text(verbose: true, color: false))
         let station = await link.withDevice { ($0 as? ESPDevice)?.stationState }
@@ -313,7 +313,7 @@ final class ESPLiveReplayTests: XCTestCase {
         var bad = script
         let i = try XCTUnwrap(bad.steps.firstIndex { $0.plain != nil })
         bad.steps[i].plain = "zz"
-        XCTAssertThrowsError(try SessionScript.parse(Data(bad.json().utf8), path: "s.json")) { error in
+        XCTAssertThrowsError(try SessionScript.parse(Data(bad.json().utf8), path: "s.json", protocols: GATTLabProtocols.all)) { error in
             XCTAssertTrue("\(error)".contains("step \(i + 1) (write): 'plain' is not hex bytes"), "\(error)")
         }
     }
@@ -339,7 +339,7 @@ final class ESPLiveReplayTests: XCTestCase {
         // A script of another device, or a sec1 script replayed as recorded, shape nothing they do not show.
         let speaker = try ReplayTests.script("speaker-ota-mtu247")
         XCTAssertEqual(ESPSessionReplay.deviceConfiguration(for: speaker, base: other), other)
-        let recorded = try ScriptExtractor.extract(path: Self.path("esp-sec1-provision-mtu23"), options: ExtractOptions(revealSecrets: true))
+        let recorded = try ScriptExtractor.extract(path: Self.path("esp-sec1-provision-mtu23"), options: ExtractOptions(protocols: GATTLabProtocols.all, revealSecrets: true))
         XCTAssertEqual(ESPSessionReplay.deviceConfiguration(for: recorded, base: other).proofOfPossession, "label-on-the-box")
         XCTAssertEqual(ESPSessionReplay.deviceConfiguration(for: recorded, base: other).security, 1)
     }
@@ -361,17 +361,39 @@ final class ESPLiveReplayTests: XCTestCase {
             script.steps = script.steps.map { var s = $0; s.credentials = nil; return s }
             script.esp?.pop = n == 3 ? "" : String(repeating: "\u{0}", count: n)
             script.esp?.popRedacted = false
-            let report = try await Self.run(script, try Self.scenarioDevice("esp-sec1-provision"), options: ReplayOptions(timing: .fast))
+            let report = try await Self.run(script, try Self.scenarioDevice("esp-sec1-provision"), options: ReplayOptions(protocols: GATTLabProtocols.all, timing: .fast))
             XCTAssertEqual(report.steps.count, script.steps.count, "every step reported (junk \(n))")
         }
         // A scheme the replay cannot run, and plaintext on a script that says it is not live.
         var other = base
         other.esp?.security = 7
-        let seven = try await Self.run(other, try Self.scenarioDevice("esp-sec1-provision"), options: ReplayOptions(timing: .fast))
+        let seven = try await Self.run(other, try Self.scenarioDevice("esp-sec1-provision"), options: ReplayOptions(protocols: GATTLabProtocols.all, timing: .fast))
         XCTAssertEqual(seven.steps.count, other.steps.count)
         other.esp = nil
-        let none = try await Self.run(other, try Self.scenarioDevice("esp-sec1-provision"), options: ReplayOptions(timing: .fast))
+        let none = try await Self.run(other, try Self.scenarioDevice("esp-sec1-provision"), options: ReplayOptions(protocols: GATTLabProtocols.all, timing: .fast))
         XCTAssertEqual(none.steps.count, other.steps.count)
+    }
+
+    /// The `esp` member is the protocol's own (`ReplaySessionDriving`): the engine carries it as
+    /// plain JSON under the protocol's script key. Scripts read and write back byte for byte, a
+    /// malformed member is refused naming its field, and without the protocol it is kept as is.
+    func testTheESPMemberRoundTripsAsTheProtocolsSessionData() throws {
+        for name in ["esp-sec0-provision-mtu23", "esp-sec1-provision-mtu247", "esp-sec1-no-pop-mtu23"] {
+            for reveal in [false, true] {
+                let json = try Self.live(name, reveal: reveal).json()
+                XCTAssertTrue(json.contains("\n  \"esp\" : {"), name)
+                let parsed = try SessionScript.parse(Data(json.utf8), path: "s.json", protocols: GATTLabProtocols.all)
+                XCTAssertEqual(parsed.json(), json, "\(name): written back byte for byte")
+                let unknown = try SessionScript.parse(Data(json.utf8), path: "s.json", protocols: ProtocolSet([]))
+                XCTAssertEqual(unknown.json(), json, "\(name): kept as is by a gattlab without the protocol")
+            }
+        }
+        var script = try Self.live("esp-sec1-provision-mtu247")
+        script.sessions["esp"] = .object(["live": .string("yes")])
+        XCTAssertThrowsError(try SessionScript.parse(Data(script.json().utf8), path: "s.json", protocols: GATTLabProtocols.all)) { error in
+            XCTAssertTrue("\(error)".contains("esp.live"), "\(error)")
+        }
+        XCTAssertNil(script.esp, "a member that does not decode is no session")
     }
 
     func testEndpointsAreFoundByTheirNames() throws {
@@ -403,7 +425,7 @@ final class ESPLiveReplayTests: XCTestCase {
         let key = Secret(try XCTUnwrap(Hex.bytes("32d511dda02b38083d8c40e2ed4bdd73c5ae711afacad9d911332b7398f21f1b")), label: "ESP client private key")
         for name in ["esp-sec0", "esp-sec1"] {
             let path = captures.appendingPathComponent("\(name).btsnoop").path
-            let options = ExtractOptions(revealSecrets: true, keys: ProtocolKeys(["esp-pop": Secret(Array("bumble-pop-1234".utf8), label: "PoP"),
+            let options = ExtractOptions(protocols: GATTLabProtocols.all, revealSecrets: true, keys: ProtocolKeys(["esp-pop": Secret(Array("bumble-pop-1234".utf8), label: "PoP"),
                                                                                     "esp-client-key": key]))
             let script = try ScriptExtractor.extract(path: path, options: options)
             XCTAssertEqual(script.esp?.live, true, "\(name): \(script.esp?.note ?? "")")
@@ -438,7 +460,8 @@ final class ESPLiveReplayTests: XCTestCase {
             // and config (what `replay run` gives emu:esp), every step is equivalent: the scan as
             // a set, the polls against a slower join; the discovery's extra characteristics, which
             // the session never uses, are tolerated.
-            let world = try XCTUnwrap(RecordedWorld.from(script, values: try ReplayRunner(script: script).values()), name)
+            let world = try XCTUnwrap(RecordedWorld.from(script, values: try ReplayRunner(script: script, options: ReplayOptions(protocols: GATTLabProtocols.all)).values(),
+                                                          protocols: GATTLabProtocols.all), name)
             XCTAssertEqual(Set(world.networks.map(\.ssid)), Set(BumbleESP.environment.networks.map(\.ssid)), name)
             var base = ESPConfiguration()
             base.environment = world.environment

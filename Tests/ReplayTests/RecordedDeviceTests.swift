@@ -18,13 +18,13 @@ final class RecordedDeviceTests: XCTestCase {
     func replay(_ script: SessionScript, _ spec: EmulatedDeviceSpec, comparison: ReplayComparison = .progress,
                 timing: ReplayTiming = .recorded) async throws -> ReplayReport {
         let link = EmulatedLink(seed: 1, device: spec.factory)
-        return try await ReplayRunner(script: script, options: ReplayOptions(timing: timing, comparison: comparison)).run(on: link, target: "emu:\(spec.name)")
+        return try await ReplayRunner(script: script, options: ReplayOptions(protocols: GATTLabProtocols.all, timing: timing, comparison: comparison)).run(on: link, target: "emu:\(spec.name)")
     }
 
     func testTheCadenceReadFromARecordingIsTheDevicesOwn() throws {
         // The emulated speaker that made this recording downloads 1480 KB, reports every 128 KB,
         // at 160 KB/s (SpeakerConfiguration's defaults): the recording must say the same.
-        let ota = try RecordedDevice.read(path: Self.capture("speaker-ota-mtu247"), options: ExtractOptions(revealSecrets: true))
+        let ota = try RecordedDevice.read(path: Self.capture("speaker-ota-mtu247"), options: ExtractOptions(protocols: GATTLabProtocols.all, revealSecrets: true))
         let defaults = SpeakerConfiguration()
         XCTAssertEqual(ota.cadence.firmwareKB, defaults.firmwareKB)
         XCTAssertEqual(ota.cadence.progressEveryKB, defaults.progressEveryKB)
@@ -37,15 +37,15 @@ final class RecordedDeviceTests: XCTestCase {
         XCTAssertNil(table.serverMTU, "the speaker accepted the 247 asked for")
 
         // A stack that stays at MTU 23 whatever the phone asks.
-        let capped = try RecordedDevice.read(path: Self.capture("speaker-mtu23-only-mtu247"))
+        let capped = try RecordedDevice.read(path: Self.capture("speaker-mtu23-only-mtu247"), options: ExtractOptions(protocols: GATTLabProtocols.all))
         XCTAssertEqual(capped.table?.serverMTU, 23)
 
         // The sensor's gap between chunks and its markers.
-        let separate = try RecordedDevice.read(path: Self.capture("sensor-scan-separate-markers-mtu247"))
+        let separate = try RecordedDevice.read(path: Self.capture("sensor-scan-separate-markers-mtu247"), options: ExtractOptions(protocols: GATTLabProtocols.all))
         XCTAssertEqual(separate.cadence.separateMarkers, true)
         let sensorGap = try XCTUnwrap(separate.cadence.notificationGap)
         XCTAssertEqual(Double(sensorGap), Double(SensorConfiguration().notificationGap), accuracy: 5_000)
-        XCTAssertEqual(try RecordedDevice.read(path: Self.capture("sensor-scan-mtu247")).cadence.separateMarkers, false)
+        XCTAssertEqual(try RecordedDevice.read(path: Self.capture("sensor-scan-mtu247"), options: ExtractOptions(protocols: GATTLabProtocols.all)).cadence.separateMarkers, false)
     }
 
     func testEveryProjectRecordingReplaysAgainstTheDeviceBuiltFromIt() async throws {
@@ -53,8 +53,8 @@ final class RecordedDeviceTests: XCTestCase {
         // cadence and Wi-Fi world. Byte for byte (--strict) too, for the healthy devices' sessions.
         for name in ["speaker-ota-mtu247", "speaker-ota-mtu23", "sensor-scan-mtu247", "sensor-scan-separate-markers-mtu23",
                      "nrf7-provision-mtu247", "speaker-mtu23-only-mtu247"] {
-            let device = try RecordedDevice.read(path: Self.capture(name), options: ExtractOptions(revealSecrets: true))
-            let values = try ReplayRunner(script: device.script).values()
+            let device = try RecordedDevice.read(path: Self.capture(name), options: ExtractOptions(protocols: GATTLabProtocols.all, revealSecrets: true))
+            let values = try ReplayRunner(script: device.script, options: ReplayOptions(protocols: GATTLabProtocols.all)).values()
             let spec = try XCTUnwrap(device.emulated(values: values, protocols: GATTLabProtocols.all), name)
             for comparison in ReplayComparison.allCases {
                 let report = try await replay(device.script, spec, comparison: comparison)
@@ -65,9 +65,9 @@ final class RecordedDeviceTests: XCTestCase {
 
     func testAFaultyDeviceShapedLikeTheRecordingStillFails() async throws {
         // The recorded table and cadence do not hide a device's fault.
-        let device = try RecordedDevice.read(path: Self.capture("speaker-ota-mtu247"), options: ExtractOptions(revealSecrets: true))
+        let device = try RecordedDevice.read(path: Self.capture("speaker-ota-mtu247"), options: ExtractOptions(protocols: GATTLabProtocols.all, revealSecrets: true))
         let stall = try XCTUnwrap(EmulatedDeviceSpec.named("speaker-download-stall", protocols: GATTLabProtocols.all))
-        let report = try await replay(device.script, device.shape(stall, values: try ReplayRunner(script: device.script).values()))
+        let report = try await replay(device.script, device.shape(stall, values: try ReplayRunner(script: device.script, options: ReplayOptions(protocols: GATTLabProtocols.all)).values()))
         XCTAssertEqual(report.verdict, .diverged)
         XCTAssertTrue(report.steps.contains { $0.differences.joined().contains("ERROR error DOWNLOAD") }, report.text(verbose: true, color: false))
     }
@@ -83,9 +83,9 @@ final class RecordedDeviceTests: XCTestCase {
         ]
         for (path, fault) in cases {
             let name = URL(fileURLWithPath: path).lastPathComponent
-            let device = try RecordedDevice.read(path: path, options: ExtractOptions(revealSecrets: true))
+            let device = try RecordedDevice.read(path: path, options: ExtractOptions(protocols: GATTLabProtocols.all, revealSecrets: true))
             XCTAssertEqual(device.script.steps.last?.action, .linkLost, name)
-            let values = try ReplayRunner(script: device.script).values()
+            let values = try ReplayRunner(script: device.script, options: ReplayOptions(protocols: GATTLabProtocols.all)).values()
             let recorded = try XCTUnwrap(device.emulated(values: values, protocols: GATTLabProtocols.all), name)
             XCTAssertTrue(recorded.summary.contains(fault), "\(name): \(recorded.summary)")
             let same = try await replay(device.script, recorded)
@@ -102,14 +102,14 @@ final class RecordedDeviceTests: XCTestCase {
         // device built from each recording says it when the recording did (the VM harness's
         // emulate --from check decodes the status fields and found the demo's device early).
         let demo = try RecordedDevice.read(path: Files.root.appendingPathComponent("Captures/speaker-ota-demo.btsnoop").path,
-                                           options: ExtractOptions(revealSecrets: true))
+                                           options: ExtractOptions(protocols: GATTLabProtocols.all, revealSecrets: true))
         XCTAssertEqual(demo.cadence.totalKBFromDownload, true)
-        let own = try RecordedDevice.read(path: Self.capture("speaker-ota-mtu247"), options: ExtractOptions(revealSecrets: true))
+        let own = try RecordedDevice.read(path: Self.capture("speaker-ota-mtu247"), options: ExtractOptions(protocols: GATTLabProtocols.all, revealSecrets: true))
         XCTAssertEqual(own.cadence.totalKBFromDownload, false)
         for (name, device) in [("demo", demo), ("speaker-ota-mtu247", own)] {
-            let spec = try XCTUnwrap(device.emulated(values: try ReplayRunner(script: device.script).values(), protocols: GATTLabProtocols.all), name)
+            let spec = try XCTUnwrap(device.emulated(values: try ReplayRunner(script: device.script, options: ReplayOptions(protocols: GATTLabProtocols.all)).values(), protocols: GATTLabProtocols.all), name)
             let link = EmulatedLink(seed: 1, device: spec.factory)
-            _ = try await ReplayRunner(script: device.script, options: ReplayOptions(timing: .fast)).run(on: link, target: "emu:recorded")
+            _ = try await ReplayRunner(script: device.script, options: ReplayOptions(protocols: GATTLabProtocols.all, timing: .fast)).run(on: link, target: "emu:recorded")
             // The statuses the device notified (ATT 0x1B in ACL data from it), as (state, total KB).
             let sent = await link.recording().packets.compactMap { p -> (SpeakerOTA.State, UInt16)? in
                 guard p.kind == .acl, p.bytes.count >= 9 + 8, p.bytes[8] == 0x1B,
@@ -158,11 +158,11 @@ final class RecordedDeviceTests: XCTestCase {
     @discardableResult
     func assertClonedEquivalent(_ name: String, peer: String? = nil, cause: String? = nil,
                                 timings: [ReplayTiming] = [.recorded]) async throws -> (device: RecordedDevice, spec: EmulatedDeviceSpec, report: ReplayReport) {
-        let device = try RecordedDevice.read(path: try RealCaptures.path(name), options: ExtractOptions(peer: peer, revealSecrets: true))
+        let device = try RecordedDevice.read(path: try RealCaptures.path(name), options: ExtractOptions(protocols: GATTLabProtocols.all, peer: peer, revealSecrets: true))
         let label = name + (peer.map { " \($0)" } ?? "")
         XCTAssertNil(device.kind, "\(label): no device protocol GATTLab models")
         if let peer { XCTAssertEqual(device.script.source.peer, peer, label) }
-        let spec = try XCTUnwrap(device.emulated(values: try ReplayRunner(script: device.script).values(), protocols: GATTLabProtocols.all), label)
+        let spec = try XCTUnwrap(device.emulated(values: try ReplayRunner(script: device.script, options: ReplayOptions(protocols: GATTLabProtocols.all)).values(), protocols: GATTLabProtocols.all), label)
         XCTAssertEqual(spec.kind, "clone")
         var reports: [ReplayReport] = []
         for timing in timings {
@@ -229,8 +229,8 @@ final class RecordedDeviceTests: XCTestCase {
             }
         }
         // Another device's session against one of these clones is still not equivalent.
-        let garmin = try RecordedDevice.read(path: try RealCaptures.path("TesiBLE__garmin.pcapng"), options: ExtractOptions(revealSecrets: true))
-        let android = try RecordedDevice.read(path: try RealCaptures.path("AndroidPad__btsnoop_hci.cfa"), options: ExtractOptions(revealSecrets: true))
+        let garmin = try RecordedDevice.read(path: try RealCaptures.path("TesiBLE__garmin.pcapng"), options: ExtractOptions(protocols: GATTLabProtocols.all, revealSecrets: true))
+        let android = try RecordedDevice.read(path: try RealCaptures.path("AndroidPad__btsnoop_hci.cfa"), options: ExtractOptions(protocols: GATTLabProtocols.all, revealSecrets: true))
         let androidClone = try XCTUnwrap(android.emulated(values: [:], protocols: GATTLabProtocols.all))
         let crossed = try await replay(garmin.script, androidClone)
         XCTAssertNotEqual(crossed.verdict, .equivalent)
@@ -260,7 +260,7 @@ final class RecordedDeviceTests: XCTestCase {
         // Recorded from the descriptor's handle (0x0012): the clone sends it there, and the
         // replay waits for it there, not on the value handle (0x0011).
         let (script, table) = Self.descriptorNotifier(descriptor: true)
-        let device = RecordedDevice(script: script, table: table)
+        let device = RecordedDevice(script: script, table: table, protocols: GATTLabProtocols.all)
         XCTAssertEqual(device.unsolicited.events[.connection(0)]?.map(\.handle), [0x0012])
         let clone = try XCTUnwrap(device.emulated(values: [:], protocols: GATTLabProtocols.all))
         let report = try await replay(script, clone)
@@ -271,7 +271,7 @@ final class RecordedDeviceTests: XCTestCase {
         let crossed = try await replay(onValue, clone)
         XCTAssertEqual(crossed.verdict, .diverged, crossed.text(verbose: true, color: false))
         // And a device that notifies from the value handle does not pass for one that used the descriptor's.
-        let valueNotifier = try XCTUnwrap(RecordedDevice(script: onValue, table: table).emulated(values: [:], protocols: GATTLabProtocols.all))
+        let valueNotifier = try XCTUnwrap(RecordedDevice(script: onValue, table: table, protocols: GATTLabProtocols.all).emulated(values: [:], protocols: GATTLabProtocols.all))
         let other = try await replay(script, valueNotifier)
         XCTAssertEqual(other.verdict, .diverged, other.text(verbose: true, color: false))
     }
@@ -328,7 +328,7 @@ final class RecordedDeviceTests: XCTestCase {
             }
         }
         // Nor against the clone of another device of the same capture.
-        let first = try RecordedDevice.read(path: try RealCaptures.path("AndroidPad__btsnoop_hci.cfa"), options: ExtractOptions(revealSecrets: true))
+        let first = try RecordedDevice.read(path: try RealCaptures.path("AndroidPad__btsnoop_hci.cfa"), options: ExtractOptions(protocols: GATTLabProtocols.all, revealSecrets: true))
         XCTAssertNotEqual(first.script.source.peer, devices[0].peer)
         let crossed = try await replay(first.script, try XCTUnwrap(clones["AndroidPad__btsnoop_hci.cfa"]).1)
         XCTAssertNotEqual(crossed.verdict, .equivalent)

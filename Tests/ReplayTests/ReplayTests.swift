@@ -13,11 +13,11 @@ import XCTest
 final class ReplayTests: XCTestCase {
     static func script(_ name: String, reveal: Bool = true) throws -> SessionScript {
         try ScriptExtractor.extract(path: Files.root.appendingPathComponent("Captures/emulated/\(name).btsnoop").path,
-                                    options: ExtractOptions(revealSecrets: reveal))
+                                    options: ExtractOptions(protocols: GATTLabProtocols.all, revealSecrets: reveal))
     }
 
     static func replay(_ script: SessionScript, on device: String, timing: ReplayTiming = .recorded,
-                       options: ReplayOptions = ReplayOptions()) async throws -> ReplayReport {
+                       options: ReplayOptions = ReplayOptions(protocols: GATTLabProtocols.all)) async throws -> ReplayReport {
         let spec = try XCTUnwrap(EmulatedDeviceSpec.named(device, protocols: GATTLabProtocols.all), "no device \(device)")
         var options = options
         options.timing = timing
@@ -36,13 +36,13 @@ final class ReplayTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(captures.count, 74)
         for path in captures {
             let spec = try XCTUnwrap(EmulatedDeviceSpec.forRecording(named: path, protocols: GATTLabProtocols.all), path)
-            let script = try ScriptExtractor.extract(path: path, options: ExtractOptions(revealSecrets: true))
+            let script = try ScriptExtractor.extract(path: path, options: ExtractOptions(protocols: GATTLabProtocols.all, revealSecrets: true))
             XCTAssertGreaterThan(script.steps.count, 5, path)
             for comparison in ReplayComparison.allCases {
                 // --strict is the step-by-step comparison from before progress comparison: the
                 // project's own recordings stay equivalent under both.
                 let link = EmulatedLink(seed: 1, device: spec.factory)
-                let report = try await ReplayRunner(script: script, options: ReplayOptions(comparison: comparison))
+                let report = try await ReplayRunner(script: script, options: ReplayOptions(protocols: GATTLabProtocols.all, comparison: comparison))
                     .run(on: link, target: "emu:\(spec.name)")
                 XCTAssertEqual(report.verdict, .equivalent, "\(path) (\(comparison)):\n\(report.text(verbose: false, color: false))")
             }
@@ -81,7 +81,7 @@ final class ReplayTests: XCTestCase {
         // Compared by protocol progress, a lost chunk is the networks it carried.
         XCTAssertTrue(dropped.steps[firstChunk - 1].differences.joined().contains("networks recorded but not observed"),
                       dropped.text(verbose: true, color: false))
-        let strict = try await Self.replay(normal, on: "sensor-scan-dropped", options: ReplayOptions(comparison: .strict))
+        let strict = try await Self.replay(normal, on: "sensor-scan-dropped", options: ReplayOptions(protocols: GATTLabProtocols.all, comparison: .strict))
         XCTAssertTrue(strict.steps[firstChunk - 1].differences.joined().contains("no notification within"),
                       "--strict waits for each recorded notification: \(strict.text(verbose: true, color: false))")
 
@@ -140,7 +140,7 @@ final class ReplayTests: XCTestCase {
         XCTAssertEqual(script.steps[credentialsStep].credentials?.ssid, "HomeNet")
 
         do {
-            _ = try ReplayRunner(script: script).values()
+            _ = try ReplayRunner(script: script, options: ReplayOptions(protocols: GATTLabProtocols.all)).values()
             XCTFail("a redacted password must be given with --set")
         } catch {
             XCTAssertTrue(error.description.contains("--set password="), error.description)
@@ -148,7 +148,7 @@ final class ReplayTests: XCTestCase {
         }
 
         let link = EmulatedLink(seed: 1, device: SpeakerDevice.factory(SpeakerConfiguration()))
-        let options = ReplayOptions(timing: .recorded, settings: ["password": "lab-network-pass", "ssid": "LabNet"])
+        let options = ReplayOptions(protocols: GATTLabProtocols.all, timing: .recorded, settings: ["password": "lab-network-pass", "ssid": "LabNet"])
         let report = try await ReplayRunner(script: script, options: options).run(on: link, target: "emu:speaker")
         XCTAssertEqual(report.verdict, .equivalent, report.text(verbose: true, color: false))
         let sent = await link.withDevice { ($0 as? SpeakerDevice)?.credentials }
@@ -167,7 +167,7 @@ final class ReplayTests: XCTestCase {
         XCTAssertFalse(json.contains("hunter2"))
         XCTAssertFalse(json.contains(Hex.string(Array("hunter2".utf8))))
         XCTAssertFalse(json.contains("8c1f4e2ad9b7"))
-        XCTAssertThrowsError(try ReplayRunner(script: url).values(), "the URL's secrets need --set url=")
+        XCTAssertThrowsError(try ReplayRunner(script: url, options: ReplayOptions(protocols: GATTLabProtocols.all)).values(), "the URL's secrets need --set url=")
         let nrf7 = try Self.script("nrf7-provision-mtu247", reveal: false).json()
         XCTAssertFalse(nrf7.contains(Hex.string(Array(WiFiEnvironment.homePassphrase.utf8))))
         let esp = try Self.script("esp-sec0-provision-mtu247", reveal: false).json()
@@ -177,7 +177,7 @@ final class ReplayTests: XCTestCase {
     func testSetRebuildsProvisioningMessages() async throws {
         let script = try Self.script("nrf7-provision-mtu247", reveal: false)
         let link = EmulatedLink(seed: 1, device: NRF7Device.factory(NRF7Configuration()))
-        let options = ReplayOptions(settings: ["password": "not the right one"])
+        let options = ReplayOptions(protocols: GATTLabProtocols.all, settings: ["password": "not the right one"])
         let report = try await ReplayRunner(script: script, options: options).run(on: link, target: "emu:nrf7")
         // A wrong passphrase: the nRF7 fails to authenticate where the recording connected.
         XCTAssertEqual(report.verdict, .diverged, report.text(verbose: true, color: false))
@@ -185,7 +185,7 @@ final class ReplayTests: XCTestCase {
 
     func testReadOnlySkipsWritesAndSaysSo() async throws {
         let script = try Self.script("speaker-ota-mtu247")
-        let report = try await Self.replay(script, on: "speaker", options: ReplayOptions(readOnly: true))
+        let report = try await Self.replay(script, on: "speaker", options: ReplayOptions(protocols: GATTLabProtocols.all, readOnly: true))
         XCTAssertEqual(report.verdict, .equivalent, report.text(verbose: true, color: false))
         let skipped = report.steps.filter { $0.status == .skipped }
         XCTAssertTrue(skipped.contains { $0.action == "write" })
@@ -195,7 +195,7 @@ final class ReplayTests: XCTestCase {
 
     func testScriptsRoundTripAndBadScriptsSayWhere() throws {
         let script = try Self.script("speaker-reboot-validate-mtu23")
-        let parsed = try SessionScript.parse(Data(script.json().utf8), path: "s.json")
+        let parsed = try SessionScript.parse(Data(script.json().utf8), path: "s.json", protocols: GATTLabProtocols.all)
         XCTAssertEqual(parsed, script)
         XCTAssertEqual(script.device, "speaker")
         XCTAssertEqual(script.steps.filter { $0.action == .connect }.count, 2, "the reconnection after REBOOT is in the script")
@@ -203,7 +203,7 @@ final class ReplayTests: XCTestCase {
 
         func message(_ text: String) -> String {
             do {
-                _ = try SessionScript.parse(Data(text.utf8), path: "s.json")
+                _ = try SessionScript.parse(Data(text.utf8), path: "s.json", protocols: GATTLabProtocols.all)
                 return "parsed"
             } catch {
                 return error.description
@@ -237,11 +237,11 @@ final class ReplayTests: XCTestCase {
 
     func testExtractionErrorsNameWhatExists() throws {
         let path = Files.root.appendingPathComponent("Captures/emulated/sensor-scan-mtu247.btsnoop").path
-        XCTAssertThrowsError(try ScriptExtractor.extract(path: path, options: ExtractOptions(connection: "0x0099"))) { error in
+        XCTAssertThrowsError(try ScriptExtractor.extract(path: path, options: ExtractOptions(protocols: GATTLabProtocols.all, connection: "0x0099"))) { error in
             XCTAssertTrue("\(error)".contains("it has: 0x0040"), "\(error)")
         }
-        XCTAssertThrowsError(try ScriptExtractor.extract(path: path, options: ExtractOptions(peer: "00:11:22:33:44:55")))
-        let one = try ScriptExtractor.extract(path: path, options: ExtractOptions(connection: "0x0040"))
+        XCTAssertThrowsError(try ScriptExtractor.extract(path: path, options: ExtractOptions(protocols: GATTLabProtocols.all, peer: "00:11:22:33:44:55")))
+        let one = try ScriptExtractor.extract(path: path, options: ExtractOptions(protocols: GATTLabProtocols.all, connection: "0x0040"))
         XCTAssertEqual(one.source.connections, ["0x0040"])
     }
 
@@ -295,7 +295,7 @@ final class ReplayOverUnixSocketTests: XCTestCase {
         let emulator = try SocketEmulator(device: spec, seed: 1, path: socket, speed: speed)
         let stop = StopSignal()
         let served = Task { await emulator.serve(stop: stop) }
-        let report = try await ReplayRunner(script: script).run(on: UnixSocketLink(path: socket, speed: speed), target: "unix:\(socket)")
+        let report = try await ReplayRunner(script: script, options: ReplayOptions(protocols: GATTLabProtocols.all)).run(on: UnixSocketLink(path: socket, speed: speed), target: "unix:\(socket)")
         stop.stop()
         _ = await served.value
         return report
@@ -311,7 +311,7 @@ final class ReplayOverUnixSocketTests: XCTestCase {
         let stop = StopSignal()
         let served = Task { await emulator.serve(stop: stop) }
         let started = Date()
-        let options = ReplayOptions(timing: .recorded, attTimeout: 30_000_000)
+        let options = ReplayOptions(protocols: GATTLabProtocols.all, timing: .recorded, attTimeout: 30_000_000)
         let report = try await ReplayRunner(script: script, options: options).run(on: UnixSocketLink(path: socket, speed: 500), target: "unix")
         stop.stop()
         _ = await served.value
@@ -323,7 +323,7 @@ final class ReplayOverUnixSocketTests: XCTestCase {
     func testNoEmulatorIsATargetFailureAtTheFirstStep() async throws {
         let script = try ReplayTests.script("sensor-scan-mtu247")
         let link = UnixSocketLink(path: "/nonexistent/gattlab.sock")
-        var options = ReplayOptions()
+        var options = ReplayOptions(protocols: GATTLabProtocols.all)
         options.connectFailure = { await link.lastError?.description }
         let report = try await ReplayRunner(script: script, options: options).run(on: link, target: "unix")
         XCTAssertEqual(report.verdict, .targetFailed)

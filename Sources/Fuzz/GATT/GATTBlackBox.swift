@@ -29,7 +29,8 @@ public enum GATTBlackBox {
     /// A campaign target for the device `connect` reaches. Discovers it first (an error when
     /// that fails: a device that cannot be discovered is no finding). `seedOperations` are extra
     /// seeds (a recorded session's writes), already mapped onto this device's table.
-    public static func target(label: String, timeout: Int64, maxPDUs: Int? = nil, seedScripts: [SessionScript] = [], protocols: ProtocolSet,
+    public static func target(label: String, timeout: Int64, maxPDUs: Int? = nil, seedScripts: [SessionScript] = [],
+                              protocols: ProtocolSet,
                               connect: @escaping @Sendable () -> any TimedATTBearer & LinkControl,
                               progress: (String) -> Void = { _ in }) throws(FuzzError) -> (FuzzTarget, GATTCampaignReporter) {
         let map: DeviceMap

@@ -2,6 +2,8 @@ import ATT
 import Capture
 import Emulator
 import Profiles
+import Replay
+import Transport
 
 /// The phone's side of an ESP-IDF provisioning session during a replay. With a live script
 /// (`esp.live`: the steps carry their plaintext) it is a protocomm client of its own: the
@@ -15,8 +17,10 @@ import Profiles
 /// station that is done sooner or later than at the recorded poll: polled again, as the phone
 /// would), the number and order of scan result pages (the networks are compared as a set, by
 /// SSID and auth mode), RSSI, channel, BSSID and IP address.
-final class ESPLiveReplay {
+final class ESPLiveReplay: ReplaySessionDriver {
     let script: SessionScript
+    /// The script's endpoint names (`esp.endpoints`), decoded once.
+    let endpoints: [String: String]?
     let live: Bool
     let security: Int?
     /// The plaintext each write sends, `--set` applied.
@@ -59,9 +63,11 @@ final class ESPLiveReplay {
     /// nil for a script with no ESP-IDF steps. Throws when the script needs a `--set` it was not
     /// given: a redacted password in a plaintext CmdSetConfig, or a redacted PoP.
     static func make(_ script: SessionScript, options: ReplayOptions) throws(ReplayError) -> ESPLiveReplay? {
-        let onESP = script.steps.contains { ($0.action == .read || $0.action == .write) && ESPSessionReplay.endpoint(of: $0, in: script) != nil }
+        let esp = script.esp
+        let endpoints = esp?.endpoints
+        let onESP = script.steps.contains { ($0.action == .read || $0.action == .write) && ESPSessionReplay.endpoint(of: $0, endpoints: endpoints) != nil }
         guard onESP else { return nil }
-        let live = script.esp?.live == true && (script.esp?.security == 0 || script.esp?.security == 1)
+        let live = esp?.live == true && (esp?.security == 0 || esp?.security == 1)
         var plaintexts: [Int: [UInt8]] = [:]
         var pop: [UInt8] = []
         var popSource = "no PoP"
@@ -74,15 +80,15 @@ final class ESPLiveReplay {
                     plaintexts[i] = bytes
                 }
             }
-            if script.esp?.security == 1 {
-                if script.esp?.noPoP == true {
+            if esp?.security == 1 {
+                if esp?.noPoP == true {
                     popSource = "no PoP: the device reports no_pop"
                 } else if let given = options.settings["pop"] {
                     pop = Array(given.utf8)
                     popSource = "PoP from --set pop="
-                } else if script.esp?.popRedacted == true {
+                } else if esp?.popRedacted == true {
                     throw .usage("the script's ESP proof of possession was redacted at extraction; give it with --set pop=...")
-                } else if let recorded = script.esp?.pop, !recorded.isEmpty {
+                } else if let recorded = esp?.pop, !recorded.isEmpty {
                     pop = Array(recorded.utf8)
                     popSource = "PoP given"
                 }
@@ -92,7 +98,7 @@ final class ESPLiveReplay {
         if live {
             var last: Int?
             for (i, step) in script.steps.enumerated() {
-                guard let name = ESPSessionReplay.endpoint(of: step, in: script), name == ESPSessionReplay.scanName else {
+                guard let name = ESPSessionReplay.endpoint(of: step, endpoints: endpoints), name == ESPSessionReplay.scanName else {
                     if step.action == .connect, let l = last { lastPages.insert(l); last = nil }
                     continue
                 }
@@ -106,15 +112,16 @@ final class ESPLiveReplay {
             }
             if let l = last { lastPages.insert(l) }
         }
-        return ESPLiveReplay(script: script, live: live, plaintexts: plaintexts, pop: pop, popSource: popSource,
+        return ESPLiveReplay(script: script, session: esp, live: live, plaintexts: plaintexts, pop: pop, popSource: popSource,
                              lastResultPages: lastPages, seed: options.seed)
     }
 
-    private init(script: SessionScript, live: Bool, plaintexts: [Int: [UInt8]], pop: [UInt8], popSource: String,
-                 lastResultPages: Set<Int>, seed: UInt64) {
+    private init(script: SessionScript, session: SessionScript.ESPSession?, live: Bool, plaintexts: [Int: [UInt8]], pop: [UInt8],
+                 popSource: String, lastResultPages: Set<Int>, seed: UInt64) {
         self.script = script
+        endpoints = session?.endpoints
         self.live = live
-        security = script.esp?.security
+        security = session?.security
         self.plaintexts = plaintexts
         self.pop = pop
         self.popSource = popSource
@@ -132,7 +139,7 @@ final class ESPLiveReplay {
 
     /// Performs `step` when it is the session's to perform; false leaves it to the runner.
     func perform(_ step: ReplayStep, _ index: Int, _ o: inout StepOutcome, run: Run) async throws(Run.Stop) -> Bool {
-        guard step.action == .read || step.action == .write, let name = ESPSessionReplay.endpoint(of: step, in: script) else { return false }
+        guard step.action == .read || step.action == .write, let name = ESPSessionReplay.endpoint(of: step, endpoints: endpoints) else { return false }
         guard live else {
             if !notedCiphertext, name == ESPSessionReplay.sessionName, step.action == .write,
                let bytes = step.value.flatMap(Hex.bytes), case .sec1Command0? = ESPProvisioning.SessionMessage.decode(bytes).0?.payload {
