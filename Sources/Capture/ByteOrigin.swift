@@ -87,6 +87,30 @@ public struct SecretLocation: Sendable, Hashable {
     public var mask: [UInt8]?
     /// Other places the same bytes were repeated: a Prepare Write Response echoes its request.
     public var copies: [Copy] = []
+    /// Bytes beside the secret that follow from it (a frame's checksum): what they must hold
+    /// once the secret is overwritten, so that the redacted value still checks.
+    public var dependents: [Dependent] = []
+
+    /// Bytes at `origin` that become `bytes` when the secret is overwritten.
+    public struct Dependent: Sendable, Hashable {
+        public var origin: ByteOrigin
+        public var bytes: [UInt8]
+        public init(origin: ByteOrigin, bytes: [UInt8]) {
+            self.origin = origin
+            self.bytes = bytes
+        }
+
+        /// Each piece of `origin` with the bytes it takes.
+        public var patches: [(piece: ByteOrigin.Piece, bytes: [UInt8])] {
+            var out: [(ByteOrigin.Piece, [UInt8])] = []
+            var i = 0
+            for p in origin.pieces where i + p.count <= bytes.count {
+                out.append((p, Array(bytes[i..<(i + p.count)])))
+                i += p.count
+            }
+            return out
+        }
+    }
 
     /// Bytes `index ..< index + piece.count` of the secret, again at `piece`.
     public struct Copy: Sendable, Hashable {
@@ -98,10 +122,11 @@ public struct SecretLocation: Sendable, Hashable {
         }
     }
 
-    public init(origin: ByteOrigin, mask: [UInt8]? = nil, copies: [Copy] = []) {
+    public init(origin: ByteOrigin, mask: [UInt8]? = nil, copies: [Copy] = [], dependents: [Dependent] = []) {
         self.origin = origin
         self.mask = mask
         self.copies = copies
+        self.dependents = dependents
     }
 
     /// Every place a byte of the secret lies: (index in the secret, piece), origin first.

@@ -24,10 +24,11 @@ public struct Secret: Sendable, Hashable, CustomStringConvertible, CustomDebugSt
         hasher.combine(bytes)
     }
 
-    /// The same secret, located at `origin` (nil leaves it unlocated).
-    public func located(_ origin: ByteOrigin?, mask: [UInt8]? = nil) -> Secret {
+    /// The same secret, located at `origin` (nil leaves it unlocated), with the bytes that
+    /// follow from it (`SecretLocation.dependents`).
+    public func located(_ origin: ByteOrigin?, mask: [UInt8]? = nil, dependents: [SecretLocation.Dependent] = []) -> Secret {
         var s = self
-        s.location = origin.map { SecretLocation(origin: $0, mask: mask) }
+        s.location = origin.map { SecretLocation(origin: $0, mask: mask, dependents: dependents) }
         return s
     }
 

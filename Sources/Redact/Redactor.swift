@@ -83,6 +83,10 @@ public enum Redactor {
                 let bytes = (i..<(i + piece.count)).map { j in Redaction.filler ^ (location.mask.map { $0.indices.contains(j) ? $0[j] : 0 } ?? 0) }
                 plan[piece.record, default: []].append((piece.offset, bytes))
             }
+            // What follows from the secret (a protocol's checksum over the frame) changes with it.
+            for dependent in location.dependents {
+                for (piece, bytes) in dependent.patches { plan[piece.record, default: []].append((piece.offset, bytes)) }
+            }
         }
         // Values worth looking for anywhere else: long enough and varied enough that a match is
         // the secret, not a run of zeros or padding.

@@ -24,6 +24,20 @@ final class OriginTests: XCTestCase {
         XCTAssertEqual(o.records, [3, 5])
     }
 
+    /// A checksum that follows from a secret is written where its own bytes lie, piece by piece;
+    /// bytes the origin does not cover are not written anywhere.
+    func testDependentBytesAreSplitOverTheirOriginsPieces() {
+        var origin = ByteOrigin(record: 7, offset: 30, count: 1)
+        origin.append(ByteOrigin(record: 8, offset: 4, count: 2))
+        let checksum = SecretLocation.Dependent(origin: origin, bytes: [0xA1, 0xB2, 0xC3])
+        XCTAssertEqual(checksum.patches.map(\.piece), [.init(record: 7, offset: 30, count: 1), .init(record: 8, offset: 4, count: 2)])
+        XCTAssertEqual(checksum.patches.map(\.bytes), [[0xA1], [0xB2, 0xC3]])
+        let short = SecretLocation.Dependent(origin: origin, bytes: [0xA1, 0xB2])
+        XCTAssertEqual(short.patches.map(\.bytes), [[0xA1]], "a piece the bytes do not fill is left as it is")
+        let secret = Secret([1, 2, 3], label: "Wi-Fi password").located(ByteOrigin(record: 7, offset: 27, count: 3), dependents: [checksum])
+        XCTAssertEqual(secret.location?.dependents, [checksum])
+    }
+
     func testSecretsAndValuesPointAtTheirBytes() throws {
         let keys = ProtocolKeys(["esp-pop": Secret(Array("abcd1234".utf8), label: "PoP"), "esp-client-key": Secret(hexBytes("e85ef1d7abd8e3b078cbfa1e2f08681421ce54995e227725d010d973846dc60f"), label: "key")])
         var secretsChecked = 0, valuesChecked = 0
