@@ -112,11 +112,12 @@ enum DeviceTargets {
             (1, ATTPDU.executeWriteRequest(flags: 1).encode()),
         ]
         let handles = [status, credentials, url, control]
+        let values = FuzzTargets.valueMutators(protocols).map(\.mutate)
         return FuzzTarget(
             name: "device-speaker", summary: "the emulated speaker's ATT and OTA request handling\(quirks.isEmpty ? "" : " (quirks: \(quirks.joined(separator: ", ")))")",
             maxLength: 8192,
             seeds: { [encode(session), encode(prepared)] },
-            mutator: { data, r in mutateSession(&data, &r, handles: handles) }
+            mutator: { data, r in mutateSession(&data, &r, handles: handles, values: values) }
         ) { input, f in
             let bench = Bench(spec)
             for (times, pdu) in pdus(input) {
@@ -137,6 +138,7 @@ enum DeviceTargets {
         let spec = try device("sensor", quirks, protocols)
         let probe = Bench(spec)
         let scan = probe.device.server.valueHandle(of: SensorScan.characteristic) ?? 0
+        let values = FuzzTargets.valueMutators(protocols).map(\.mutate)
         // What a SCAN returns at MTU 247 on a fresh device: every MTU must give the same networks.
         let reference = networks(spec, mtu: 247, scan: scan)
         let session: [(Int, [UInt8])] = [
@@ -155,7 +157,7 @@ enum DeviceTargets {
                     data[1] = UInt8(m & 0xFF)
                 } else {
                     var rest = Array(data.dropFirst(2))
-                    mutateSession(&rest, &r, handles: [scan])
+                    mutateSession(&rest, &r, handles: [scan], values: values)
                     data = Array(data.prefix(2)) + rest
                 }
             }
@@ -195,9 +197,10 @@ enum DeviceTargets {
         return Set(joiner.response().networks.map(\.ssidText))
     }
 
-    /// Mutates one PDU of a session: its value by the protocol's structure, its repeat count, or
-    /// a Prepare Write flood.
-    static func mutateSession(_ data: inout [UInt8], _ r: inout FuzzRandom, handles: [UInt16]) {
+    /// Mutates one PDU of a session: its value by a protocol's structure (one of `values`, the
+    /// protocols' value mutators) or generic, its repeat count, or a Prepare Write flood.
+    static func mutateSession(_ data: inout [UInt8], _ r: inout FuzzRandom, handles: [UInt16],
+                              values: [@Sendable (inout [UInt8], inout FuzzRandom) -> Void]) {
         var list = pdus(data)
         if list.isEmpty { list = [(1, ATTPDU.exchangeMTURequest(clientRxMTU: 23).encode())] }
         let i = r.below(list.count)
@@ -207,11 +210,8 @@ enum DeviceTargets {
         case 0:  // a structure-aware value for a write
             let handle = r.pick(handles) ?? 1
             var value = pdu.count > 3 ? Array(pdu.dropFirst(3)) : []
-            switch r.below(3) {
-            case 0: ProtocolMutators.credentials(&value, &r)
-            case 1: ProtocolMutators.status(&value, &r)
-            default: GenericMutator.mutate(&value, &r, maxLength: 252)
-            }
+            let which = r.below(values.count + 1)
+            if which < values.count { values[which](&value, &r) } else { GenericMutator.mutate(&value, &r, maxLength: 252) }
             pdu = ATTPDU.writeRequest(handle: handle, value: Array(value.prefix(252))).encode()
         case 1:  // a Prepare Write flood (twice, when it is to be larger than one entry carries)
             times = r.pick([32, 33, 64, 255]) ?? 255

@@ -49,7 +49,7 @@ final class FuzzTests: XCTestCase {
     }
 
     func testNothingIsFoundWithoutQuirks() throws {
-        for name in FuzzTargets.names {
+        for name in FuzzTargets.names(protocols: GATTLabProtocols.all) {
             let runs = name.hasPrefix("device-") ? 3000 : 5000
             let summary = try campaign(name, runs: runs)
             XCTAssertEqual(summary.findings, [], "\(name): \(summary.findings.map(\.detail))")
@@ -141,7 +141,7 @@ final class FuzzTests: XCTestCase {
     func testRegressionInputsInCorpusStayClean() throws {
         let root = Files.root.appendingPathComponent("Corpus")
         var checked = 0
-        for name in FuzzTargets.names {
+        for name in FuzzTargets.names(protocols: GATTLabProtocols.all) {
             let folder = root.appendingPathComponent(name).path
             guard FileManager.default.fileExists(atPath: folder) else { continue }
             let target = try FuzzTargets.named(name, protocols: GATTLabProtocols.all)

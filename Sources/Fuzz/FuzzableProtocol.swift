@@ -1,0 +1,69 @@
+import ATT
+import Profiles
+
+/// A device protocol the fuzzer can aim at: its in-process targets (its codecs, with their
+/// seeds, structure-aware mutators and oracles), the mutations of its values that device
+/// sessions draw from, and the exchange the capture targets' seeds carry. The fuzzer names no
+/// protocol; it works with the types of the `ProtocolSet` it is given that conform to this, in
+/// registration order.
+public protocol FuzzableProtocol: DeviceProtocol {
+    /// The protocol's in-process targets, in the order `gattlab fuzz list` shows them. Their
+    /// names are global: `gattlab fuzz NAME`, `Corpus/NAME/`, the products `fuzz-NAME`.
+    static var fuzzTargets: [FuzzTarget] { get }
+    /// Where its targets are listed among the others (see `FuzzTargetGroup`).
+    static var fuzzTargetGroup: FuzzTargetGroup { get }
+    /// Structure-aware mutations of values of its characteristics, in the order a device
+    /// session's mutator draws from them (every protocol's, in registration order).
+    static var valueMutators: [FuzzValueMutator] { get }
+    /// ATT PDUs of one of its sessions, for the capture and timeline targets' seed capture
+    /// (between the link's MTU exchange and its disconnection); none by default.
+    static var captureSeedExchange: [CaptureSeedPDU] { get }
+}
+
+extension FuzzableProtocol {
+    public static var fuzzTargetGroup: FuzzTargetGroup { .values }
+    public static var valueMutators: [FuzzValueMutator] { [] }
+    public static var captureSeedExchange: [CaptureSeedPDU] { [] }
+}
+
+/// Where a protocol's targets stand in `gattlab fuzz list`: parsers of characteristic values
+/// first, then the ATT PDU target, then codecs of messages carried inside values (protobuf),
+/// then the whole-capture targets and the emulated devices.
+public enum FuzzTargetGroup: Sendable, Hashable {
+    /// Parsers of the bytes a characteristic carries (a status, a credentials value, a joined
+    /// scan response).
+    case values
+    /// Codecs of messages carried in values (protobuf).
+    case messages
+}
+
+/// A mutation of the values of one characteristic, by the protocol's structure.
+public struct FuzzValueMutator: Sendable {
+    public let characteristic: BluetoothUUID
+    public let mutate: @Sendable (inout [UInt8], inout FuzzRandom) -> Void
+
+    public init(characteristic: BluetoothUUID, mutate: @escaping @Sendable (inout [UInt8], inout FuzzRandom) -> Void) {
+        self.characteristic = characteristic
+        self.mutate = mutate
+    }
+}
+
+/// One ATT PDU of a seed capture: the direction, and its time in µs after the link came up.
+public struct CaptureSeedPDU: Sendable {
+    public var pdu: ATTPDU
+    public var received: Bool
+    public var time: Int64
+
+    public init(_ pdu: ATTPDU, received: Bool, time: Int64) {
+        self.pdu = pdu
+        self.received = received
+        self.time = time
+    }
+}
+
+extension Features {
+    /// A feature per problem a decoder reported (by its id), under `tag`.
+    public func add(_ tag: UInt64, problems: [ProtocolProblem]) {
+        for p in problems { add(tag, p.id) }
+    }
+}

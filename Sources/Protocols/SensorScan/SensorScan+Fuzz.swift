@@ -1,0 +1,80 @@
+import Fuzz
+import Profiles
+
+/// The sensor's MORE/END joiner and line parser as the `scan` fuzz target, with its
+/// scan-response mutator.
+extension SensorScanProtocol: FuzzableProtocol {
+    public static var fuzzTargets: [FuzzTarget] { [scanTarget] }
+
+    /// Byte 0: the chunk size (MTU-3); the rest: the response stream, cut into chunks.
+    static let scanTarget = FuzzTarget(
+        // Responses of up to 2 KiB: ten networks take about 200 bytes; longer inputs only slow the
+        // campaign (the joiner's 16 KiB cap has its own tests).
+        name: "scan", summary: "the sensor's MORE/END joiner and SSID,RSSI line parser", maxLength: 2048,
+        seeds: {
+            let nets = [SensorScan.Network("HomeNet", rssi: -41), SensorScan.Network("Caf\u{e9} Ol\u{e9}", rssi: -70),
+                        SensorScan.Network("a,b", rssi: -90)]
+            return [20, 182, 244].flatMap { size in
+                [false, true].map { separate in [UInt8(size)] + SensorScan.encode(nets, chunkSize: size, separateMarkers: separate).flatMap { $0 } }
+            }
+        },
+        mutator: mutateScan
+    ) { input, f in
+        guard let first = input.first else { return .ok }
+        let size = max(1, Int(first))
+        let stream = input.dropFirst()
+        var joiner = SensorScan.Joiner()
+        var chunks = 0
+        var i = stream.startIndex
+        while i < stream.endIndex {
+            let end = min(stream.endIndex, i + size)
+            chunks += 1
+            if joiner.add(Array(stream[i..<end])) { break }
+            i = end
+        }
+        // The joiner's buffer is bounded whatever arrives.
+        if joiner.bytes.count > SensorScan.maxResponseBytes + 512 {
+            return .finding(kind: "scan-unbounded", detail: "the joiner holds \(joiner.bytes.count) bytes")
+        }
+        let response = joiner.response(truncatedBecause: joiner.complete ? nil : "fuzz input ended")
+        f.add(1, Features.lengthClass(chunks))
+        f.add(2, (joiner.complete ? 1 : 0) | (joiner.overflow ? 2 : 0))
+        f.add(3, Features.lengthClass(response.networks.count))
+        f.add(4, problems: response.problems)
+        for n in response.networks.prefix(16) {
+            f.add(5, UInt64(bitPattern: Int64(n.rssi.signum())) << 8 | Features.lengthClass(n.ssid.count))
+        }
+        return .ok
+    }
+
+    /// Scan responses, as the scan target reads them: byte 0 is the chunk size (MTU-3), the rest
+    /// the stream. Splits at every position, MORE/END missing, repeated, misplaced, in another
+    /// case or split across chunks, CR LF, commas and non-ASCII in SSIDs, RSSI out of range,
+    /// more than 10 networks, empty notifications, a new SCAN in the middle.
+    public static func mutateScan(_ data: inout [UInt8], _ r: inout FuzzRandom) {
+        var chunk = data.first.map(Int.init) ?? 20
+        var text = Array(data.dropFirst())
+        if text.isEmpty { text = Array("HomeNet,-41\nCafe,-70\nEND".utf8) }
+        switch r.below(10) {
+        case 0: chunk = 1 + r.below(text.count + 1)  // every split position
+        case 1: text = removingLast(text, "END")
+        case 2: text += Array((r.pick(["END", "MORE", "\nEND", "END\nEND"]) ?? "END").utf8)
+        case 3: text.insert(contentsOf: Array((r.pick(["END\n", "MORE\n", "end", "More"]) ?? "END").utf8), at: r.below(text.count + 1))
+        case 4: text = text.flatMap { $0 == 0x0A ? [0x0D, 0x0A] : [$0] }
+        case 5: text = Array((r.pick(["a,b,c,-40\n", "Caf\u{e9},-60\n", "\u{202e}evil,-1\n", ",-50\n", "x,\n"]) ?? "").utf8) + text
+        case 6: text = Array((r.pick(["N,-200\n", "N,40\n", "N,-2147483649\n", "N,99999999999999999999\n", "N,-\n"]) ?? "").utf8) + text
+        case 7: text = (0..<(11 + r.below(30))).flatMap { Array("net\($0),-\(40 + $0)\n".utf8) } + Array("END".utf8)
+        case 8: text.insert(contentsOf: Array("SCAN".utf8), at: r.below(text.count + 1))
+        default: chunk = r.pick([0, 1, 2, 3, 4, 20, 182, 244, 255]) ?? 20
+        }
+        data = [UInt8(clamping: chunk)] + text.prefix(2047)
+    }
+
+    /// `text` without the last occurrence of `what`.
+    static func removingLast(_ text: [UInt8], _ what: String) -> [UInt8] {
+        let w = Array(what.utf8)
+        guard text.count >= w.count,
+              let i = (0...(text.count - w.count)).reversed().first(where: { text[$0..<($0 + w.count)].elementsEqual(w) }) else { return text }
+        return Array(text[..<i]) + text[(i + w.count)...]
+    }
+}
