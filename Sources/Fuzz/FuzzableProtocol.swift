@@ -1,9 +1,11 @@
 import ATT
+import HCI
 import Profiles
 
 /// A device protocol the fuzzer can aim at: its in-process targets (its codecs, with their
 /// seeds, structure-aware mutators and oracles), the mutations of its values that device
-/// sessions draw from, and the exchange the capture targets' seeds carry. The fuzzer names no
+/// sessions draw from, the exchange the capture targets' seeds carry, and which target's corpus a
+/// captured value belongs to (`gattlab corpus import`). The fuzzer names no
 /// protocol; it works with the types of the `ProtocolSet` it is given that conform to this, in
 /// registration order.
 public protocol FuzzableProtocol: DeviceProtocol {
@@ -18,6 +20,8 @@ public protocol FuzzableProtocol: DeviceProtocol {
     /// ATT PDUs of one of its sessions, for the capture and timeline targets' seed capture
     /// (between the link's MTU exchange and its disconnection); none by default.
     static var captureSeedExchange: [CaptureSeedPDU] { get }
+    /// A fresh router of captured values to its targets' corpora (one per capture imported).
+    static func corpusRouter() -> any FuzzCorpusRouting
 }
 
 extension FuzzableProtocol {
@@ -58,6 +62,36 @@ public struct CaptureSeedPDU: Sendable {
         self.pdu = pdu
         self.received = received
         self.time = time
+    }
+}
+
+/// Sends the values of a capture to the protocol's targets' corpora (`gattlab corpus import`),
+/// keeping what it needs across values (a scan response's chunks, per connection).
+public protocol FuzzCorpusRouting {
+    /// The corpus inputs (target name, bytes) a value on a characteristic gives; nil when the
+    /// characteristic is not the protocol's, empty when it is but gives nothing yet (a chunk
+    /// of a response still open). `endpoint` is its 0x2901 name; `notified` tells a
+    /// notification or indication from a write or a read. The value's credentials are already
+    /// overwritten.
+    mutating func route(_ value: [UInt8], characteristic: BluetoothUUID, endpoint: String?,
+                        connection: ConnectionKey, notified: Bool) -> [(target: String, input: [UInt8])]?
+}
+
+/// A router for protocols whose values go whole to one corpus by characteristic (or 0x2901
+/// endpoint name).
+public struct FuzzCorpusTable: FuzzCorpusRouting, Sendable {
+    let targets: [BluetoothUUID: String]
+    let endpoints: [String: String]
+
+    public init(_ targets: [BluetoothUUID: String], endpoints: [String: String] = [:]) {
+        self.targets = targets
+        self.endpoints = endpoints
+    }
+
+    public mutating func route(_ value: [UInt8], characteristic: BluetoothUUID, endpoint: String?,
+                               connection: ConnectionKey, notified: Bool) -> [(target: String, input: [UInt8])]? {
+        guard let target = targets[characteristic] ?? endpoint.flatMap({ endpoints[$0] }) else { return nil }
+        return [(target, value)]
     }
 }
 

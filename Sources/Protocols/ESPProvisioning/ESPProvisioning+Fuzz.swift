@@ -1,10 +1,16 @@
 import Fuzz
 import Profiles
 
-/// ESP-IDF provisioning's protobuf messages as the `esp` fuzz target.
+/// ESP-IDF provisioning's protobuf messages as the `esp` fuzz target; its values (by UUID or by
+/// endpoint name) go to its corpus.
 extension ESPProvisioningProtocol: FuzzableProtocol {
     public static var fuzzTargets: [FuzzTarget] { [espTarget] }
     public static var fuzzTargetGroup: FuzzTargetGroup { .messages }
+
+    public static func corpusRouter() -> any FuzzCorpusRouting {
+        FuzzCorpusTable(Dictionary(uniqueKeysWithValues: characteristics.map { ($0, "esp") }),
+                        endpoints: Dictionary(uniqueKeysWithValues: ESPProvisioning.Endpoint.allCases.map { ($0.rawValue, "esp") }))
+    }
 
     static let espTarget = FuzzTarget(
         name: "esp", summary: "ESP-IDF provisioning messages (protobuf): session, config, scan, version", maxLength: 1024,

@@ -1,10 +1,14 @@
 import Fuzz
 import Profiles
 
-/// nRF7 provisioning's protobuf messages as the `nrf7` fuzz target.
+/// nRF7 provisioning's protobuf messages as the `nrf7` fuzz target; its values go to its corpus.
 extension NRF7Protocol: FuzzableProtocol {
     public static var fuzzTargets: [FuzzTarget] { [nrf7Target] }
     public static var fuzzTargetGroup: FuzzTargetGroup { .messages }
+
+    public static func corpusRouter() -> any FuzzCorpusRouting {
+        FuzzCorpusTable(Dictionary(uniqueKeysWithValues: characteristics.map { ($0, "nrf7") }))
+    }
 
     static let nrf7Target = FuzzTarget(
         name: "nrf7", summary: "Nordic nRF7 provisioning messages (protobuf): Request, Response, Result, Info", maxLength: 1024,

@@ -1,10 +1,14 @@
+import ATT
 import Fuzz
+import HCI
 import Profiles
 
-/// The sensor's MORE/END joiner and line parser as the `scan` fuzz target, with its
-/// scan-response mutator.
+/// The sensor's MORE/END joiner and line parser as the `scan` fuzz target, with its scan-response
+/// mutator, and the routing of its notifications (joined per response) to the scan corpus.
 extension SensorScanProtocol: FuzzableProtocol {
     public static var fuzzTargets: [FuzzTarget] { [scanTarget] }
+
+    public static func corpusRouter() -> any FuzzCorpusRouting { ScanCorpusRouter() }
 
     /// Byte 0: the chunk size (MTU-3); the rest: the response stream, cut into chunks.
     static let scanTarget = FuzzTarget(
@@ -76,5 +80,25 @@ extension SensorScanProtocol: FuzzableProtocol {
         guard text.count >= w.count,
               let i = (0...(text.count - w.count)).reversed().first(where: { text[$0..<($0 + w.count)].elementsEqual(w) }) else { return text }
         return Array(text[..<i]) + text[(i + w.count)...]
+    }
+}
+
+/// One scan response per corpus input: its notifications joined per connection, behind the
+/// chunk size the scan target cuts at (the largest notification's length).
+struct ScanCorpusRouter: FuzzCorpusRouting {
+    var open: [ConnectionKey: (joiner: SensorScan.Joiner, chunks: [[UInt8]])] = [:]
+
+    mutating func route(_ value: [UInt8], characteristic: BluetoothUUID, endpoint: String?,
+                        connection: ConnectionKey, notified: Bool) -> [(target: String, input: [UInt8])]? {
+        guard characteristic == SensorScan.characteristic, notified else { return nil }
+        var s = open[connection] ?? (SensorScan.Joiner(), [])
+        s.chunks.append(value)
+        guard s.joiner.add(value) else {
+            open[connection] = s
+            return []
+        }
+        open[connection] = nil
+        let size = UInt8(clamping: max(1, s.chunks.map(\.count).max() ?? 1))
+        return [("scan", [size] + s.chunks.joined())]
     }
 }

@@ -3,13 +3,17 @@ import Fuzz
 import Profiles
 
 /// The speaker's parsers as fuzz targets (status, credentials, url, control), its status
-/// mutator, and what it gives the capture seeds.
+/// mutator, and what it gives the capture seeds and the corpora.
 extension SpeakerOTAProtocol: FuzzableProtocol {
     public static var fuzzTargets: [FuzzTarget] { [statusTarget, credentialsTarget, urlTarget, controlTarget] }
 
     public static var valueMutators: [FuzzValueMutator] {
         [FuzzValueMutator(characteristic: SpeakerOTA.credentials, mutate: ProtocolMutators.credentials),
          FuzzValueMutator(characteristic: SpeakerOTA.status, mutate: mutateStatus)]
+    }
+
+    public static func corpusRouter() -> any FuzzCorpusRouting {
+        FuzzCorpusTable([SpeakerOTA.status: "status", SpeakerOTA.credentials: "credentials", SpeakerOTA.url: "url", SpeakerOTA.control: "control"])
     }
 
     /// Discovery answers for the status and credentials characteristics, a credentials write
