@@ -22,7 +22,7 @@ public enum BlackBox {
                               protocols: ProtocolSet,
                               connect: @escaping @Sendable () -> any TimedATTBearer & LinkControl) throws(FuzzError) -> FuzzTarget {
         let base = try FuzzTargets.named(kind, protocols: protocols)
-        let state = State(speakerStatusHandle: kind == "device-speaker" ? speakerStatusHandle(protocols) : nil)
+        let state = State(handles: emulatedHandles(kind, protocols), oracles: protocols.conforming(to: (any FuzzableProtocol.Type).self))
         return FuzzTarget(name: kind, summary: "\(base.summary), black-box over \(label)", maxLength: base.maxLength, seeds: base.seeds,
                           mutator: base.mutator, minimizeTries: 60, execute: { input, f in
             let box = OutcomeBox()
@@ -48,12 +48,17 @@ public enum BlackBox {
 
     /// What black-box runs share: the reference scan and the last exchange's recording.
     final class State: @unchecked Sendable {
-        /// Where the speaker keeps OTA_STATUS, for a device-speaker target.
-        let speakerStatusHandle: UInt16?
+        /// Where the target's emulated device keeps the protocols' characteristics (a real
+        /// device's table would come from discovery), for the notification oracles.
+        let handles: [BluetoothUUID: UInt16]
+        let oracles: [any FuzzableProtocol.Type]
         private let lock = NSLock()
         private var recording: Recording?
         private var referenceNetworks: Set<String>?
-        init(speakerStatusHandle: UInt16?) { self.speakerStatusHandle = speakerStatusHandle }
+        init(handles: [BluetoothUUID: UInt16], oracles: [any FuzzableProtocol.Type]) {
+            self.handles = handles
+            self.oracles = oracles
+        }
         func setLast(_ r: Recording) { lock.withLock { recording = r } }
         func last() -> Recording? { lock.withLock { recording } }
         func reference() -> Set<String>? { lock.withLock { referenceNetworks } }
@@ -123,8 +128,8 @@ public enum BlackBox {
                     return .finding(kind: "no-answer", detail: "no answer to opcode 0x\(String(opcode, radix: 16)) within \(timeout / 1000) ms")
                 }
                 f.add(3, UInt64(answer.first ?? 0) << 8 | UInt64(answer.count > 4 ? answer[4] : 0))
-                if kind == "device-speaker", let impossible = DeviceTargets.impossibleStatus(notified.values, statusHandle: state.speakerStatusHandle) {
-                    return impossible
+                if let finding = DeviceTargets.notificationFinding(notified.values, oracles: state.oracles, valueHandle: { state.handles[$0] }) {
+                    return finding
                 }
                 if answer.first == 0x03, answer.count >= 3, !exchanged {
                     // The MTU both sides use: the smaller of the two, at least 23, set by the
@@ -207,11 +212,16 @@ public enum BlackBox {
         }
     }
 
-    /// Where the emulated speaker keeps OTA_STATUS (a real device's table would come from discovery).
-    static func speakerStatusHandle(_ protocols: ProtocolSet) -> UInt16? {
-        EmulatedDeviceSpec.named("speaker", protocols: protocols).flatMap { spec in
-            DeviceTargets.Bench(spec).device.server.valueHandle(of: SpeakerOTA.status)
+    /// Where the emulated device of device target `kind` keeps each protocol's characteristics.
+    static func emulatedHandles(_ kind: String, _ protocols: ProtocolSet) -> [BluetoothUUID: UInt16] {
+        guard let name = FuzzTargets.devices(protocols).first(where: { $0.name == kind })?.device,
+              let spec = EmulatedDeviceSpec.named(name, protocols: protocols) else { return [:] }
+        let server = DeviceTargets.Bench(spec, protocols: protocols).device.server
+        var handles: [BluetoothUUID: UInt16] = [:]
+        for p in protocols.conforming(to: (any FuzzableProtocol.Type).self) {
+            for uuid in p.characteristics { handles[uuid] = server.valueHandle(of: uuid) }
         }
+        return handles
     }
 
     struct FuzzOutcomeError: Error {

@@ -22,12 +22,37 @@ public protocol FuzzableProtocol: DeviceProtocol {
     static var captureSeedExchange: [CaptureSeedPDU] { get }
     /// A fresh router of captured values to its targets' corpora (one per capture imported).
     static func corpusRouter() -> any FuzzCorpusRouting
+    /// Targets on its emulated devices' request handling (`device-speaker`), listed after every
+    /// decoder target, in registration order; none by default.
+    static var deviceFuzzTargets: [DeviceFuzzTarget] { get }
+    /// An oracle on what a device notified, (handle, value) in order: a finding when a value
+    /// breaks the protocol (a status in a state it does not have); `valueHandle` says where the
+    /// device keeps a characteristic. Run for every device target, in-process and black-box.
+    static func notificationFinding(_ notified: [(UInt16, [UInt8])], valueHandle: (BluetoothUUID) -> UInt16?) -> FuzzOutcome?
 }
 
 extension FuzzableProtocol {
     public static var fuzzTargetGroup: FuzzTargetGroup { .values }
     public static var valueMutators: [FuzzValueMutator] { [] }
     public static var captureSeedExchange: [CaptureSeedPDU] { [] }
+    public static var deviceFuzzTargets: [DeviceFuzzTarget] { [] }
+    public static func notificationFinding(_ notified: [(UInt16, [UInt8])], valueHandle: (BluetoothUUID) -> UInt16?) -> FuzzOutcome? { nil }
+}
+
+/// A target on an emulated device, made with the quirks to plant (`--quirk`).
+public struct DeviceFuzzTarget: Sendable {
+    /// The target's name (`device-speaker`).
+    public let name: String
+    /// The emulated device it runs (`gattlab emulate NAME`), whose table a black-box run of the
+    /// target assumes.
+    public let device: String
+    public let make: @Sendable ([String], ProtocolSet) throws(FuzzError) -> FuzzTarget
+
+    public init(name: String, device: String, make: @escaping @Sendable ([String], ProtocolSet) throws(FuzzError) -> FuzzTarget) {
+        self.name = name
+        self.device = device
+        self.make = make
+    }
 }
 
 /// Where a protocol's targets stand in `gattlab fuzz list`: parsers of characteristic values

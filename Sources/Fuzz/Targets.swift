@@ -11,12 +11,14 @@ import Profiles
 /// within their stated bounds, devices do not crash or grow without bound. The device protocols'
 /// own targets come from their `FuzzableProtocol` conformances; the ones here are generic.
 public enum FuzzTargets {
-    /// The emulated devices' targets (device-speaker, device-sensor), listed last.
-    static let deviceNames = ["device-speaker", "device-sensor"]
-
     /// The names `gattlab fuzz` takes, in the order `gattlab fuzz list` shows them.
     public static func names(protocols: ProtocolSet) -> [String] {
-        decoders(protocols).map(\.name) + deviceNames
+        decoders(protocols).map(\.name) + devices(protocols).map(\.name)
+    }
+
+    /// The protocols' emulated-device targets, listed last.
+    static func devices(_ protocols: ProtocolSet) -> [DeviceFuzzTarget] {
+        protocols.conforming(to: (any FuzzableProtocol.Type).self).flatMap { $0.deviceFuzzTargets }
     }
 
     /// The decoder targets in list order: the protocols' value parsers, the ATT PDUs, the
@@ -30,16 +32,15 @@ public enum FuzzTargets {
     }
 
     /// The value mutators of every protocol in the set, in registration order.
-    static func valueMutators(_ protocols: ProtocolSet) -> [FuzzValueMutator] {
+    public static func valueMutators(_ protocols: ProtocolSet) -> [FuzzValueMutator] {
         protocols.conforming(to: (any FuzzableProtocol.Type).self).flatMap { $0.valueMutators }
     }
 
     /// A target by name; `quirks` plant bugs in the emulated devices (device-speaker, device-sensor).
     public static func named(_ name: String, quirks: [String] = [], protocols: ProtocolSet) throws(FuzzError) -> FuzzTarget {
         if let target = decoders(protocols).first(where: { $0.name == name }) { return target }
+        if let device = devices(protocols).first(where: { $0.name == name }) { return try device.make(quirks, protocols) }
         switch name {
-        case "device-speaker": return try DeviceTargets.speaker(quirks: quirks, protocols: protocols)
-        case "device-sensor": return try DeviceTargets.sensor(quirks: quirks, protocols: protocols)
         case "selftest-crash": return selftestCrash
         default: throw .usage("no fuzz target '\(name)'; known: \(names(protocols: protocols).joined(separator: ", "))")
         }

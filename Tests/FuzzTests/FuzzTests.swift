@@ -1,3 +1,4 @@
+import ATT
 import Emulator
 import Foundation
 import Profiles
@@ -62,9 +63,11 @@ final class FuzzTests: XCTestCase {
         let good = SpeakerOTA.Status(state: .downloading, progress: 5).encode()
         var bad = good
         bad[0] = 0x42
-        XCTAssertNil(DeviceTargets.impossibleStatus([(0x14, good)], statusHandle: 0x14))
-        XCTAssertNil(DeviceTargets.impossibleStatus([(0x15, bad)], statusHandle: 0x14), "another characteristic")
-        XCTAssertEqual(DeviceTargets.impossibleStatus([(0x14, good), (0x14, bad)], statusHandle: 0x14)?.isFinding, true)
+        func at14(_ uuid: BluetoothUUID) -> UInt16? { uuid == SpeakerOTA.status ? 0x14 : nil }
+        XCTAssertNil(SpeakerOTAProtocol.notificationFinding([(0x14, good)], valueHandle: at14))
+        XCTAssertNil(SpeakerOTAProtocol.notificationFinding([(0x15, bad)], valueHandle: at14), "another characteristic")
+        XCTAssertEqual(SpeakerOTAProtocol.notificationFinding([(0x14, good), (0x14, bad)], valueHandle: at14)?.isFinding, true)
+        XCTAssertNil(SpeakerOTAProtocol.notificationFinding([(0x14, bad)], valueHandle: { _ in nil }), "a device without the status")
     }
 
     func testTheSameSeedGivesTheSameCampaign() throws {

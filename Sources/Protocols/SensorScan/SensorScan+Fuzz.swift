@@ -1,14 +1,22 @@
 import ATT
+import Emulator
 import Fuzz
 import HCI
 import Profiles
 
 /// The sensor's MORE/END joiner and line parser as the `scan` fuzz target, with its scan-response
-/// mutator, and the routing of its notifications (joined per response) to the scan corpus.
+/// mutator, its emulated device's SCAN handling at every MTU (device-sensor), and the routing of
+/// its notifications (joined per response) to the scan corpus.
 extension SensorScanProtocol: FuzzableProtocol {
     public static var fuzzTargets: [FuzzTarget] { [scanTarget] }
 
     public static func corpusRouter() -> any FuzzCorpusRouting { ScanCorpusRouter() }
+
+    public static var deviceFuzzTargets: [DeviceFuzzTarget] {
+        [DeviceFuzzTarget(name: "device-sensor", device: "sensor") { quirks, protocols throws(FuzzError) in
+            try deviceTarget(quirks: quirks, protocols: protocols)
+        }]
+    }
 
     /// Byte 0: the chunk size (MTU-3); the rest: the response stream, cut into chunks.
     static let scanTarget = FuzzTarget(
@@ -80,6 +88,71 @@ extension SensorScanProtocol: FuzzableProtocol {
         guard text.count >= w.count,
               let i = (0...(text.count - w.count)).reversed().first(where: { text[$0..<($0 + w.count)].elementsEqual(w) }) else { return text }
         return Array(text[..<i]) + text[(i + w.count)...]
+    }
+
+    /// The emulated sensor's SCAN handling: the input's first two bytes are the MTU it is scanned
+    /// at, the rest ATT PDUs as for the speaker; SCAN must return the same networks at every MTU.
+    static func deviceTarget(quirks: [String], protocols: ProtocolSet) throws(FuzzError) -> FuzzTarget {
+        let spec = try DeviceTargets.device("sensor", quirks, protocols)
+        let probe = DeviceTargets.Bench(spec, protocols: protocols)
+        let scan = probe.device.server.valueHandle(of: SensorScan.characteristic) ?? 0
+        let values = FuzzTargets.valueMutators(protocols).map(\.mutate)
+        // What a SCAN returns at MTU 247 on a fresh device: every MTU must give the same networks.
+        let reference = networks(spec, mtu: 247, scan: scan, protocols: protocols)
+        let session: [(Int, [UInt8])] = [
+            (1, ATTPDU.exchangeMTURequest(clientRxMTU: 247).encode()),
+            (1, ATTPDU.writeRequest(handle: scan + 1, value: [1, 0]).encode()),
+            (1, ATTPDU.writeRequest(handle: scan, value: SensorScan.request).encode()),
+        ]
+        return FuzzTarget(
+            name: "device-sensor", summary: "the emulated sensor's SCAN handling and chunking at every MTU\(quirks.isEmpty ? "" : " (quirks: \(quirks.joined(separator: ", ")))")",
+            maxLength: 4096,
+            seeds: { [[0x00, 0xF7] + DeviceTargets.encode(session), [0x00, 0x17] + DeviceTargets.encode(session)] },
+            mutator: { data, r in
+                if data.count >= 2, r.chance(40) {
+                    let m = UInt16(clamping: r.chance(50) ? (r.pick(ProtocolMutators.mtus) ?? 23) + r.below(7) - 3 : 23 + r.below(495))
+                    data[0] = UInt8(m >> 8)
+                    data[1] = UInt8(m & 0xFF)
+                } else {
+                    var rest = Array(data.dropFirst(2))
+                    DeviceTargets.mutateSession(&rest, &r, handles: [scan], values: values)
+                    data = Array(data.prefix(2)) + rest
+                }
+            }
+        ) { input, f in
+            guard input.count >= 2 else { return .ok }
+            let mtu = max(23, min(517, Int(UInt16(input[0]) << 8 | UInt16(input[1]))))
+            f.add(1, UInt64(mtu))
+            // The invariant: SCAN at this MTU returns what it returns at 247.
+            if let reference, let got = networks(spec, mtu: UInt16(mtu), scan: scan, protocols: protocols), got != reference {
+                let missing = reference.subtracting(got).sorted().prefix(3).joined(separator: ", ")
+                return .finding(kind: "scan-depends-on-mtu", detail: "SCAN at MTU \(mtu) returned \(got.count) networks, at 247 \(reference.count); missing: \(missing)")
+            }
+            let bench = DeviceTargets.Bench(spec, protocols: protocols)
+            for (times, pdu) in DeviceTargets.pdus(Array(input.dropFirst(2))) {
+                f.add(2, UInt64(pdu.first ?? 0) << 8 | Features.lengthClass(pdu.count))
+                for _ in 0..<min(times, 64) {
+                    let outcome = bench.send(pdu, f: f)
+                    if outcome.isFinding { return outcome }
+                }
+            }
+            return bench.settleTimers(20_000_000, f: f)
+        }
+    }
+
+    /// The SSIDs a SCAN returns at `mtu` on a fresh device, joined as a phone joins them.
+    static func networks(_ spec: EmulatedDeviceSpec, mtu: UInt16, scan: UInt16, protocols: ProtocolSet) -> Set<String>? {
+        let bench = DeviceTargets.Bench(spec, protocols: protocols)
+        let f = Features()
+        _ = bench.send(ATTPDU.exchangeMTURequest(clientRxMTU: mtu).encode(), f: f)
+        _ = bench.send(ATTPDU.writeRequest(handle: scan + 1, value: [1, 0]).encode(), f: f)
+        _ = bench.send(ATTPDU.writeRequest(handle: scan, value: SensorScan.request).encode(), f: f, settle: 15_000_000)
+        var joiner = SensorScan.Joiner()
+        for (handle, value) in bench.notified where handle == scan {
+            if joiner.add(value) { break }
+        }
+        guard joiner.complete else { return nil }
+        return Set(joiner.response().networks.map(\.ssidText))
     }
 }
 

@@ -1,11 +1,19 @@
 import ATT
+import Emulator
 import Fuzz
 import Profiles
 
-/// The speaker's parsers as fuzz targets (status, credentials, url, control), its status
+/// The speaker's parsers as fuzz targets (status, credentials, url, control), its emulated
+/// device's request handling (device-speaker) with the impossible-status oracle, its status
 /// mutator, and what it gives the capture seeds and the corpora.
 extension SpeakerOTAProtocol: FuzzableProtocol {
     public static var fuzzTargets: [FuzzTarget] { [statusTarget, credentialsTarget, urlTarget, controlTarget] }
+
+    public static var deviceFuzzTargets: [DeviceFuzzTarget] {
+        [DeviceFuzzTarget(name: "device-speaker", device: "speaker") { quirks, protocols throws(FuzzError) in
+            try deviceTarget(quirks: quirks, protocols: protocols)
+        }]
+    }
 
     public static var valueMutators: [FuzzValueMutator] {
         [FuzzValueMutator(characteristic: SpeakerOTA.credentials, mutate: ProtocolMutators.credentials),
@@ -119,5 +127,60 @@ extension SpeakerOTAProtocol: FuzzableProtocol {
         f.add(2, problems: problems)
         if let c { f.add(3, UInt64(c.rawCommand)) }
         return .ok
+    }
+
+    /// A protocol invariant: a status notification that decodes names a state the protocol has.
+    public static func notificationFinding(_ notified: [(UInt16, [UInt8])], valueHandle: (BluetoothUUID) -> UInt16?) -> FuzzOutcome? {
+        guard let statusHandle = valueHandle(SpeakerOTA.status) else { return nil }
+        for (handle, value) in notified where handle == statusHandle {
+            if let s = SpeakerOTA.Status.decode(value).0, s.state == nil {
+                return .finding(kind: "impossible-state", detail: "a status notification in state 0x\(String(s.rawState, radix: 16)), which the OTA protocol does not have")
+            }
+        }
+        return nil
+    }
+
+    /// The emulated speaker's request handling: an input is ATT PDUs `[repeat][length][bytes]...`
+    /// given to a speaker just powered on, the quirks planted.
+    static func deviceTarget(quirks: [String], protocols: ProtocolSet) throws(FuzzError) -> FuzzTarget {
+        let spec = try DeviceTargets.device("speaker", quirks, protocols)
+        let probe = DeviceTargets.Bench(spec, protocols: protocols)
+        let h = { (uuid: BluetoothUUID) in probe.device.server.valueHandle(of: uuid) ?? 0 }
+        let (status, credentials, url, control) = (h(SpeakerOTA.status), h(SpeakerOTA.credentials), h(SpeakerOTA.url), h(SpeakerOTA.control))
+        func write(_ handle: UInt16, _ value: [UInt8]) -> [UInt8] { ATTPDU.writeRequest(handle: handle, value: value).encode() }
+        let session: [(Int, [UInt8])] = [
+            (1, ATTPDU.exchangeMTURequest(clientRxMTU: 247).encode()),
+            (1, write(status + 1, [1, 0])),
+            (1, ATTPDU.readRequest(handle: status).encode()),
+            (1, write(credentials, SpeakerOTA.Credentials(ssid: "HomeNet", password: "correct horse battery staple").encode())),
+            (1, write(url, Array("https://fw.chaoticvolt.example/speaker/v2.4.1.bin".utf8))),
+            (1, write(control, SpeakerOTA.ControlCommand(.start).encode())),
+        ]
+        let prepared: [(Int, [UInt8])] = [
+            (1, ATTPDU.exchangeMTURequest(clientRxMTU: 247).encode()),
+            (2, ATTPDU.prepareWriteRequest(handle: url, offset: 0, value: Array("https://fw.example/".utf8)).encode()),
+            (1, ATTPDU.executeWriteRequest(flags: 1).encode()),
+        ]
+        let handles = [status, credentials, url, control]
+        let values = FuzzTargets.valueMutators(protocols).map(\.mutate)
+        return FuzzTarget(
+            name: "device-speaker", summary: "the emulated speaker's ATT and OTA request handling\(quirks.isEmpty ? "" : " (quirks: \(quirks.joined(separator: ", ")))")",
+            maxLength: 8192,
+            seeds: { [DeviceTargets.encode(session), DeviceTargets.encode(prepared)] },
+            mutator: { data, r in DeviceTargets.mutateSession(&data, &r, handles: handles, values: values) }
+        ) { input, f in
+            let bench = DeviceTargets.Bench(spec, protocols: protocols)
+            for (times, pdu) in DeviceTargets.pdus(input) {
+                f.add(1, UInt64(pdu.first ?? 0) << 16 | Features.lengthClass(pdu.count) << 8 | Features.lengthClass(times))
+                for _ in 0..<times {
+                    let outcome = bench.send(pdu, f: f)
+                    if outcome.isFinding { return outcome }
+                }
+                if bench.device.requestedDisconnect != nil { break }
+            }
+            let end = bench.settleTimers(120_000_000, f: f)
+            for (_, value) in bench.notified.suffix(4) { f.add(2, UInt64(value.first ?? 0) << 8 | UInt64(value.count > 1 ? value[1] : 0)) }
+            return end
+        }
     }
 }
