@@ -22,7 +22,10 @@ public enum BlackBox {
                               protocols: ProtocolSet,
                               connect: @escaping @Sendable () -> any TimedATTBearer & LinkControl) throws(FuzzError) -> FuzzTarget {
         let base = try FuzzTargets.named(kind, protocols: protocols)
-        let state = State(handles: emulatedHandles(kind, protocols), oracles: protocols.conforming(to: (any FuzzableProtocol.Type).self))
+        let handles = emulatedHandles(kind, protocols)
+        let invariant = FuzzTargets.devices(protocols).first(where: { $0.name == kind })?.mtuInvariant
+        let probe = invariant.flatMap { i in handles[i.characteristic].map { (invariant: i, handle: $0) } }
+        let state = State(handles: handles, oracles: protocols.conforming(to: (any FuzzableProtocol.Type).self), probe: probe)
         return FuzzTarget(name: kind, summary: "\(base.summary), black-box over \(label)", maxLength: base.maxLength, seeds: base.seeds,
                           mutator: base.mutator, minimizeTries: 60, execute: { input, f in
             let box = OutcomeBox()
@@ -52,12 +55,15 @@ public enum BlackBox {
         /// device's table would come from discovery), for the notification oracles.
         let handles: [BluetoothUUID: UInt16]
         let oracles: [any FuzzableProtocol.Type]
+        /// The target's MTU invariant, with where the emulated device keeps its characteristic.
+        let probe: (invariant: MTUInvariant, handle: UInt16)?
         private let lock = NSLock()
         private var recording: Recording?
         private var referenceNetworks: Set<String>?
-        init(handles: [BluetoothUUID: UInt16], oracles: [any FuzzableProtocol.Type]) {
+        init(handles: [BluetoothUUID: UInt16], oracles: [any FuzzableProtocol.Type], probe: (invariant: MTUInvariant, handle: UInt16)?) {
             self.handles = handles
             self.oracles = oracles
+            self.probe = probe
         }
         func setLast(_ r: Recording) { lock.withLock { recording = r } }
         func last() -> Recording? { lock.withLock { recording } }
@@ -84,11 +90,11 @@ public enum BlackBox {
         }
         var mtu = 23
         var body = input
-        if kind == "device-sensor" {
+        if let probe = state.probe {
             guard input.count >= 2 else { return .ok }
             let asked = max(23, min(517, Int(UInt16(input[0]) << 8 | UInt16(input[1]))))
             body = Array(input.dropFirst(2))
-            let result = await scanNetworks(link, mtu: UInt16(asked), timeout: timeout)
+            let result = await scanNetworks(link, mtu: UInt16(asked), timeout: timeout, invariant: probe.invariant, handle: probe.handle)
             let agreed: Int, networks: Set<String>?
             switch result {
             case .success(let r): (agreed, networks) = r
@@ -106,7 +112,7 @@ public enum BlackBox {
         var prepared = 0
         let notified = Notified()
         var clientMTU = mtu
-        var exchanged = kind == "device-sensor"
+        var exchanged = state.probe != nil
         var budget = maxPDUs ?? Int.max
         for (times, pdu) in DeviceTargets.pdus(body) {
             guard let opcode = pdu.first, budget > 0 else { continue }
@@ -178,25 +184,26 @@ public enum BlackBox {
     }
 
     /// MTU exchange, subscription and SCAN, joined as the phone joins it; failure carries a finding.
-    static func scanNetworks(_ link: RecordingLink, mtu: UInt16, timeout: Int64) async -> Result<(Int, Set<String>?), FuzzOutcomeError> {
+    static func scanNetworks(_ link: RecordingLink, mtu: UInt16, timeout: Int64, invariant: MTUInvariant,
+                             handle: UInt16) async -> Result<(Int, Set<String>?), FuzzOutcomeError> {
         do {
             try await link.send(ATTPDU.exchangeMTURequest(clientRxMTU: mtu).encode())
             guard let m = try await nextAnswer(link, timeout: timeout) else { return .failure(.init(.finding(kind: "no-answer", detail: "no Exchange MTU answer"))) }
             let agreed = m.count >= 3 && m[0] == 0x03 ? max(23, min(Int(mtu), Int(UInt16(m[1]) | UInt16(m[2]) << 8))) : 23
-            // The sensor's scan characteristic: value 0x000C, CCCD 0x000D in the emulator's table;
-            // a real sensor is found by discovery in the replay tool, not here.
-            try await link.send(ATTPDU.writeRequest(handle: 0x000D, value: [1, 0]).encode())
+            // The characteristic where the emulated device keeps it, its CCCD next; a real
+            // device is found by discovery in the replay tool, not here.
+            try await link.send(ATTPDU.writeRequest(handle: handle + 1, value: [1, 0]).encode())
             _ = try await nextAnswer(link, timeout: timeout)
-            try await link.send(ATTPDU.writeRequest(handle: 0x000C, value: SensorScan.request).encode())
+            try await link.send(ATTPDU.writeRequest(handle: handle, value: invariant.request).encode())
             _ = try await nextAnswer(link, timeout: timeout)
-            var joiner = SensorScan.Joiner()
+            var joiner = invariant.joiner()
             let deadline = await link.now() + 15_000_000
             while await link.now() < deadline {
                 guard let pdu = try await link.receive(within: deadline - (await link.now())) else { break }
                 guard pdu.count >= 3, pdu[0] == 0x1B else { continue }
                 if joiner.add(Array(pdu.dropFirst(3))) { break }
             }
-            return .success((agreed, joiner.complete ? Set(joiner.response().networks.map(\.ssidText)) : nil))
+            return .success((agreed, joiner.items))
         } catch {
             return .failure(.init(.finding(kind: "link-dropped", detail: "the device dropped the link during SCAN (a crash or reset)")))
         }

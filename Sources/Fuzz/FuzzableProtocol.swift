@@ -47,12 +47,41 @@ public struct DeviceFuzzTarget: Sendable {
     /// target assumes.
     public let device: String
     public let make: @Sendable ([String], ProtocolSet) throws(FuzzError) -> FuzzTarget
+    /// What a black-box run checks before each input, when the target has such an invariant.
+    public let mtuInvariant: MTUInvariant?
 
-    public init(name: String, device: String, make: @escaping @Sendable ([String], ProtocolSet) throws(FuzzError) -> FuzzTarget) {
+    public init(name: String, device: String, mtuInvariant: MTUInvariant? = nil,
+                make: @escaping @Sendable ([String], ProtocolSet) throws(FuzzError) -> FuzzTarget) {
         self.name = name
         self.device = device
+        self.mtuInvariant = mtuInvariant
         self.make = make
     }
+}
+
+/// An answer that must not depend on the MTU (the sensor's SCAN results): a black-box run of the
+/// target takes the MTU from an input's first two bytes, exchanges it, subscribes to
+/// `characteristic` (its CCCD follows its value), writes `request` and joins the notifications;
+/// the items must be those of the first complete answer at MTU 247.
+public struct MTUInvariant: Sendable {
+    public let characteristic: BluetoothUUID
+    public let request: [UInt8]
+    /// A joiner for one answer.
+    public let joiner: @Sendable () -> any FuzzAnswerJoining
+
+    public init(characteristic: BluetoothUUID, request: [UInt8], joiner: @escaping @Sendable () -> any FuzzAnswerJoining) {
+        self.characteristic = characteristic
+        self.request = request
+        self.joiner = joiner
+    }
+}
+
+/// Joins the notifications of one answer, as a phone does.
+public protocol FuzzAnswerJoining {
+    /// Adds one notification's value; true when the answer is complete.
+    mutating func add(_ value: [UInt8]) -> Bool
+    /// The answer's items (network names), nil while it is incomplete.
+    var items: Set<String>? { get }
 }
 
 /// Where a protocol's targets stand in `gattlab fuzz list`: parsers of characteristic values

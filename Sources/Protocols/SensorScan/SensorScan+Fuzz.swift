@@ -13,7 +13,8 @@ extension SensorScanProtocol: FuzzableProtocol {
     public static func corpusRouter() -> any FuzzCorpusRouting { ScanCorpusRouter() }
 
     public static var deviceFuzzTargets: [DeviceFuzzTarget] {
-        [DeviceFuzzTarget(name: "device-sensor", device: "sensor") { quirks, protocols throws(FuzzError) in
+        [DeviceFuzzTarget(name: "device-sensor", device: "sensor",
+                          mtuInvariant: MTUInvariant(characteristic: SensorScan.characteristic, request: SensorScan.request) { ScanAnswerJoiner() }) { quirks, protocols throws(FuzzError) in
             try deviceTarget(quirks: quirks, protocols: protocols)
         }]
     }
@@ -154,6 +155,13 @@ extension SensorScanProtocol: FuzzableProtocol {
         guard joiner.complete else { return nil }
         return Set(joiner.response().networks.map(\.ssidText))
     }
+}
+
+/// The networks of one SCAN answer, joined as a phone joins them.
+struct ScanAnswerJoiner: FuzzAnswerJoining {
+    var joiner = SensorScan.Joiner()
+    mutating func add(_ value: [UInt8]) -> Bool { joiner.add(value) }
+    var items: Set<String>? { joiner.complete ? Set(joiner.response().networks.map(\.ssidText)) : nil }
 }
 
 /// One scan response per corpus input: its notifications joined per connection, behind the
