@@ -29,6 +29,14 @@ public protocol FuzzableProtocol: DeviceProtocol {
     /// breaks the protocol (a status in a state it does not have); `valueHandle` says where the
     /// device keeps a characteristic. Run for every device target, in-process and black-box.
     static func notificationFinding(_ notified: [(UInt16, [UInt8])], valueHandle: (BluetoothUUID) -> UInt16?) -> FuzzOutcome?
+    /// Whether writing `value` to `characteristic` tells the device to reset (the speaker's
+    /// REBOOT): the black-box fuzzer then takes the link dropping as the answer, not a fault.
+    static func resetsDevice(writing value: [UInt8], to characteristic: BluetoothUUID) -> Bool
+    /// The characteristic whose value tells the device's protocol state, read when the device
+    /// comes back after a dropped link (a device that rebooted forgets what it was told).
+    static var stateCharacteristic: BluetoothUUID? { get }
+    /// The state a value read from `stateCharacteristic` tells, as people read it (`IDLE`).
+    static func state(read value: [UInt8]) -> String?
 }
 
 extension FuzzableProtocol {
@@ -37,6 +45,9 @@ extension FuzzableProtocol {
     public static var captureSeedExchange: [CaptureSeedPDU] { [] }
     public static var deviceFuzzTargets: [DeviceFuzzTarget] { [] }
     public static func notificationFinding(_ notified: [(UInt16, [UInt8])], valueHandle: (BluetoothUUID) -> UInt16?) -> FuzzOutcome? { nil }
+    public static func resetsDevice(writing value: [UInt8], to characteristic: BluetoothUUID) -> Bool { false }
+    public static var stateCharacteristic: BluetoothUUID? { nil }
+    public static func state(read value: [UInt8]) -> String? { nil }
 }
 
 /// A target on an emulated device, made with the quirks to plant (`--quirk`).

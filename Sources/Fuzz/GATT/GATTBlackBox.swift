@@ -38,7 +38,7 @@ public enum GATTBlackBox {
             throw .io("\(label): discovering the GATT table failed: \(error)")
         }
         guard !map.characteristics.isEmpty else { throw .io("\(label): the device has no characteristic to fuzz (discovery found none)") }
-        let state = GATTCampaignState(map: map, timeout: timeout, maxPDUs: maxPDUs)
+        let state = GATTCampaignState(map: map, timeout: timeout, maxPDUs: maxPDUs, protocols: protocols.conforming(to: (any FuzzableProtocol.Type).self))
         let reporter = GATTCampaignReporter(state: state)
         progress("discovered \(label): \(map.characteristics.count) characteristics, \(map.descriptors.count) descriptors, server MTU \(map.serverMTU)"
                  + (map.needsEncryption ? ", encrypted link" : "") + "; protocols: " + (map.protocols.isEmpty ? "none known (generic mutations)" : map.protocols.joined(separator: ", ")))

@@ -15,6 +15,18 @@ extension SpeakerOTAProtocol: FuzzableProtocol {
         }]
     }
 
+    /// REBOOT on OTA_CONTROL resets the speaker.
+    public static func resetsDevice(writing value: [UInt8], to characteristic: BluetoothUUID) -> Bool {
+        characteristic == SpeakerOTA.control && value.first == SpeakerOTA.Command.reboot.rawValue
+    }
+
+    /// OTA_STATUS tells the update's state.
+    public static var stateCharacteristic: BluetoothUUID? { SpeakerOTA.status }
+
+    public static func state(read value: [UInt8]) -> String? {
+        SpeakerOTA.Status.decode(value).0.flatMap(\.state).map { "\($0)" }
+    }
+
     public static var valueMutators: [FuzzValueMutator] {
         [FuzzValueMutator(characteristic: SpeakerOTA.credentials, mutate: ProtocolMutators.credentials),
          FuzzValueMutator(characteristic: SpeakerOTA.status, mutate: mutateStatus)]
