@@ -116,7 +116,7 @@ let package = Package(
         .testTarget(name: "AnalysisTests", dependencies: ["Protocols", "Analysis", "Report", "Emulator", "Profiles", "GATT", "ATT", "HCI", "Capture", "TestSupport"]),
         .testTarget(name: "RedactTests", dependencies: ["Protocols", "Redact", "Analysis", "Emulator", "Profiles", "GATT", "ATT", "HCI", "Capture", "TestSupport"]),
         .testTarget(name: "ReplayTests", dependencies: ["Protocols", "Replay", "Emulator", "Transport", "Profiles", "GATT", "ATT", "Capture", "TestSupport"]),
-        .testTarget(name: "FuzzTests", dependencies: ["Protocols", "Fuzz", "Emulator", "Profiles", "ATT", "Capture", "TestSupport"]),
+        .testTarget(name: "FuzzTests", dependencies: ["Protocols", "Fuzz", "Emulator", "Profiles", "ATT", "HCI", "Capture", "TestSupport"]),
         // One test target for every protocol folder (Tests/ProtocolsTests/<Name>/) and the registry.
         .testTarget(name: "ProtocolsTests", dependencies: ["Protocols", "Profiles", "GATT", "ATT", "HCI", "Capture", "TestSupport"]),
         .testTarget(name: "GATTLabCLITests", dependencies: ["Protocols", "GATTLabCLI", "GATT", "HCI", "Capture", "Emulator", "Fuzz", "TestSupport"], exclude: ["Fixtures"]),

@@ -22,7 +22,10 @@ public enum BlackBox {
                               protocols: ProtocolSet,
                               connect: @escaping @Sendable () -> any TimedATTBearer & LinkControl) throws(FuzzError) -> FuzzTarget {
         let base = try FuzzTargets.named(kind, protocols: protocols)
-        let state = State(speakerStatusHandle: kind == "device-speaker" ? speakerStatusHandle(protocols) : nil)
+        let handles = emulatedHandles(kind, protocols)
+        let invariant = FuzzTargets.devices(protocols).first(where: { $0.name == kind })?.mtuInvariant
+        let probe = invariant.flatMap { i in handles[i.characteristic].map { (invariant: i, handle: $0) } }
+        let state = State(handles: handles, oracles: protocols.conforming(to: (any FuzzableProtocol.Type).self), probe: probe)
         return FuzzTarget(name: kind, summary: "\(base.summary), black-box over \(label)", maxLength: base.maxLength, seeds: base.seeds,
                           mutator: base.mutator, minimizeTries: 60, execute: { input, f in
             let box = OutcomeBox()
@@ -48,12 +51,20 @@ public enum BlackBox {
 
     /// What black-box runs share: the reference scan and the last exchange's recording.
     final class State: @unchecked Sendable {
-        /// Where the speaker keeps OTA_STATUS, for a device-speaker target.
-        let speakerStatusHandle: UInt16?
+        /// Where the target's emulated device keeps the protocols' characteristics (a real
+        /// device's table would come from discovery), for the notification oracles.
+        let handles: [BluetoothUUID: UInt16]
+        let oracles: [any FuzzableProtocol.Type]
+        /// The target's MTU invariant, with where the emulated device keeps its characteristic.
+        let probe: (invariant: MTUInvariant, handle: UInt16)?
         private let lock = NSLock()
         private var recording: Recording?
         private var referenceNetworks: Set<String>?
-        init(speakerStatusHandle: UInt16?) { self.speakerStatusHandle = speakerStatusHandle }
+        init(handles: [BluetoothUUID: UInt16], oracles: [any FuzzableProtocol.Type], probe: (invariant: MTUInvariant, handle: UInt16)?) {
+            self.handles = handles
+            self.oracles = oracles
+            self.probe = probe
+        }
         func setLast(_ r: Recording) { lock.withLock { recording = r } }
         func last() -> Recording? { lock.withLock { recording } }
         func reference() -> Set<String>? { lock.withLock { referenceNetworks } }
@@ -79,11 +90,11 @@ public enum BlackBox {
         }
         var mtu = 23
         var body = input
-        if kind == "device-sensor" {
+        if let probe = state.probe {
             guard input.count >= 2 else { return .ok }
             let asked = max(23, min(517, Int(UInt16(input[0]) << 8 | UInt16(input[1]))))
             body = Array(input.dropFirst(2))
-            let result = await scanNetworks(link, mtu: UInt16(asked), timeout: timeout)
+            let result = await scanNetworks(link, mtu: UInt16(asked), timeout: timeout, invariant: probe.invariant, handle: probe.handle)
             let agreed: Int, networks: Set<String>?
             switch result {
             case .success(let r): (agreed, networks) = r
@@ -101,7 +112,7 @@ public enum BlackBox {
         var prepared = 0
         let notified = Notified()
         var clientMTU = mtu
-        var exchanged = kind == "device-sensor"
+        var exchanged = state.probe != nil
         var budget = maxPDUs ?? Int.max
         for (times, pdu) in DeviceTargets.pdus(body) {
             guard let opcode = pdu.first, budget > 0 else { continue }
@@ -123,8 +134,8 @@ public enum BlackBox {
                     return .finding(kind: "no-answer", detail: "no answer to opcode 0x\(String(opcode, radix: 16)) within \(timeout / 1000) ms")
                 }
                 f.add(3, UInt64(answer.first ?? 0) << 8 | UInt64(answer.count > 4 ? answer[4] : 0))
-                if kind == "device-speaker", let impossible = DeviceTargets.impossibleStatus(notified.values, statusHandle: state.speakerStatusHandle) {
-                    return impossible
+                if let finding = DeviceTargets.notificationFinding(notified.values, oracles: state.oracles, valueHandle: { state.handles[$0] }) {
+                    return finding
                 }
                 if answer.first == 0x03, answer.count >= 3, !exchanged {
                     // The MTU both sides use: the smaller of the two, at least 23, set by the
@@ -173,25 +184,26 @@ public enum BlackBox {
     }
 
     /// MTU exchange, subscription and SCAN, joined as the phone joins it; failure carries a finding.
-    static func scanNetworks(_ link: RecordingLink, mtu: UInt16, timeout: Int64) async -> Result<(Int, Set<String>?), FuzzOutcomeError> {
+    static func scanNetworks(_ link: RecordingLink, mtu: UInt16, timeout: Int64, invariant: MTUInvariant,
+                             handle: UInt16) async -> Result<(Int, Set<String>?), FuzzOutcomeError> {
         do {
             try await link.send(ATTPDU.exchangeMTURequest(clientRxMTU: mtu).encode())
             guard let m = try await nextAnswer(link, timeout: timeout) else { return .failure(.init(.finding(kind: "no-answer", detail: "no Exchange MTU answer"))) }
             let agreed = m.count >= 3 && m[0] == 0x03 ? max(23, min(Int(mtu), Int(UInt16(m[1]) | UInt16(m[2]) << 8))) : 23
-            // The sensor's scan characteristic: value 0x000C, CCCD 0x000D in the emulator's table;
-            // a real sensor is found by discovery in the replay tool, not here.
-            try await link.send(ATTPDU.writeRequest(handle: 0x000D, value: [1, 0]).encode())
+            // The characteristic where the emulated device keeps it, its CCCD next; a real
+            // device is found by discovery in the replay tool, not here.
+            try await link.send(ATTPDU.writeRequest(handle: handle + 1, value: [1, 0]).encode())
             _ = try await nextAnswer(link, timeout: timeout)
-            try await link.send(ATTPDU.writeRequest(handle: 0x000C, value: SensorScan.request).encode())
+            try await link.send(ATTPDU.writeRequest(handle: handle, value: invariant.request).encode())
             _ = try await nextAnswer(link, timeout: timeout)
-            var joiner = SensorScan.Joiner()
+            var joiner = invariant.joiner()
             let deadline = await link.now() + 15_000_000
             while await link.now() < deadline {
                 guard let pdu = try await link.receive(within: deadline - (await link.now())) else { break }
                 guard pdu.count >= 3, pdu[0] == 0x1B else { continue }
                 if joiner.add(Array(pdu.dropFirst(3))) { break }
             }
-            return .success((agreed, joiner.complete ? Set(joiner.response().networks.map(\.ssidText)) : nil))
+            return .success((agreed, joiner.items))
         } catch {
             return .failure(.init(.finding(kind: "link-dropped", detail: "the device dropped the link during SCAN (a crash or reset)")))
         }
@@ -207,11 +219,16 @@ public enum BlackBox {
         }
     }
 
-    /// Where the emulated speaker keeps OTA_STATUS (a real device's table would come from discovery).
-    static func speakerStatusHandle(_ protocols: ProtocolSet) -> UInt16? {
-        EmulatedDeviceSpec.named("speaker", protocols: protocols).flatMap { spec in
-            DeviceTargets.Bench(spec).device.server.valueHandle(of: SpeakerOTA.status)
+    /// Where the emulated device of device target `kind` keeps each protocol's characteristics.
+    static func emulatedHandles(_ kind: String, _ protocols: ProtocolSet) -> [BluetoothUUID: UInt16] {
+        guard let name = FuzzTargets.devices(protocols).first(where: { $0.name == kind })?.device,
+              let spec = EmulatedDeviceSpec.named(name, protocols: protocols) else { return [:] }
+        let server = DeviceTargets.Bench(spec, protocols: protocols).device.server
+        var handles: [BluetoothUUID: UInt16] = [:]
+        for p in protocols.conforming(to: (any FuzzableProtocol.Type).self) {
+            for uuid in p.characteristics { handles[uuid] = server.valueHandle(of: uuid) }
         }
+        return handles
     }
 
     struct FuzzOutcomeError: Error {

@@ -2,7 +2,7 @@ import ATT
 import Profiles
 
 /// Small btsnoop files made by hand for the capture and timeline targets: a connection, MTU,
-/// discovery answers, a credentials write, status notifications and the disconnection. The
+/// a protocol's session (discovery answers, writes, notifications) and the disconnection. The
 /// committed Corpus/ adds real recordings (`gattlab corpus import`).
 enum CaptureSeeds {
     static func header() -> [UInt8] { Array("btsnoop\0".utf8) + be32(1) + be32(1002) }
@@ -22,23 +22,17 @@ enum CaptureSeeds {
         return record([0x02, 0x40, 0x20, UInt8(l2.count & 0xFF), UInt8(l2.count >> 8)] + l2, received: received, control: false, time: time)
     }
 
-    static func small() -> [[UInt8]] {
+    /// A whole session for each protocol that gives one (its `captureSeedExchange`, between the
+    /// MTU exchange and the disconnection), a connection with nothing in it, and an empty file.
+    static func small(_ protocols: ProtocolSet) -> [[UInt8]] {
         let t0: Int64 = 1_748_772_000_000_000
         let connected = record([0x04, 0x3E, 19, 0x01, 0x00, 0x40, 0x00, 0x00, 0x01, 0x3D, 0xC5, 0x3A, 0x0E, 0xF9, 0xF0, 0x0C, 0x00, 0x00, 0x00, 0xF4, 0x01, 0x00],
                                received: true, control: true, time: t0)
-        let discovery = att(.readByTypeResponse(length: 21, entries: [ATTHandleValue(handle: 0x0013, value: [0x12, 0x14, 0x00] + SpeakerOTA.status.littleEndianBytes)]),
-                            received: true, time: t0 + 10_000)
-        let credentialsDeclaration = att(.readByTypeResponse(length: 21, entries: [ATTHandleValue(handle: 0x000D, value: [0x08, 0x0E, 0x00] + SpeakerOTA.credentials.littleEndianBytes)]),
-                                         received: true, time: t0 + 11_000)
         let mtu = att(.exchangeMTURequest(clientRxMTU: 247), received: false, time: t0 + 1000) + att(.exchangeMTUResponse(serverRxMTU: 247), received: true, time: t0 + 2000)
-        let write = att(.writeRequest(handle: 0x000E, value: SpeakerOTA.Credentials(ssid: "HomeNet", password: "correct horse").encode()), received: false, time: t0 + 20_000)
-            + att(.writeResponse, received: true, time: t0 + 30_000)
-        let notes = [SpeakerOTA.State.credentialsReceived, .downloading, .error].enumerated().flatMap { i, s in
-            att(.handleValueNotification(handle: 0x0014, value: SpeakerOTA.Status(state: s, error: s == .error ? .download : .none, progress: 63).encode()),
-                received: true, time: t0 + 40_000 + Int64(i) * 1000)
-        }
         let disconnected = record([0x04, 0x05, 4, 0x00, 0x40, 0x00, 0x08], received: true, control: true, time: t0 + 90_000)
-        let whole = header() + connected + mtu + discovery + credentialsDeclaration + write + notes + disconnected
-        return [whole, header() + connected + disconnected, header()]
+        let sessions = protocols.conforming(to: (any FuzzableProtocol.Type).self).map { $0.captureSeedExchange }.filter { !$0.isEmpty }.map { exchange in
+            header() + connected + mtu + exchange.flatMap { att($0.pdu, received: $0.received, time: t0 + $0.time) } + disconnected
+        }
+        return sessions + [header() + connected + disconnected, header()]
     }
 }

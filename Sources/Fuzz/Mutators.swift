@@ -53,34 +53,15 @@ public enum GenericMutator {
     }
 }
 
-/// Mutations that know the device protocols' structures, built on their codecs.
+/// Mutations that know structures several protocols share: Wi-Fi credentials (SSID, NUL,
+/// password), protobuf fields, lengths at the MTU boundaries. Each protocol's own mutators are
+/// in its `FuzzableProtocol` conformance (Sources/Protocols/<Name>/<Name>+Fuzz.swift).
 public enum ProtocolMutators {
     /// MTU boundaries: MTU-3 (a full write), MTU-5 (a full Prepare Write part) for the MTUs
     /// phones and stacks use.
     public static let mtus = [23, 185, 247, 517]
     public static var boundaryLengths: [Int] {
         mtus.flatMap { m in [m - 6, m - 5, m - 4, m - 3, m - 2] }
-    }
-
-    /// Status: every state and error code (unknown ones too), progress above 100, KB at their
-    /// limits, lengths 0 to 7 and 9 up to MTU-3.
-    public static func status(_ data: inout [UInt8], _ r: inout FuzzRandom) {
-        var s = data.count >= 8 ? data : SpeakerOTA.Status(state: .downloading, progress: 50, downloadedKB: 700, totalKB: 1480).encode()
-        switch r.below(6) {
-        case 0: s[0] = r.chance(70) ? (r.pick(SpeakerOTA.State.allCases.map(\.rawValue)) ?? 0) : r.byte()
-        case 1: s[1] = r.chance(70) ? (r.pick(SpeakerOTA.ErrorCode.allCases.map(\.rawValue)) ?? 0) : r.byte()
-        case 2: s[2] = r.pick([0, 1, 99, 100, 101, 200, 255]) ?? 101
-        case 3:
-            let kb = r.pick([0, 1, 0x7FFF, 0x8000, 0xFFFE, 0xFFFF] as [UInt16]) ?? 0xFFFF
-            let at = r.chance(50) ? 3 : 5
-            s[at] = UInt8(kb & 0xFF)
-            s[at + 1] = UInt8(kb >> 8)
-        case 4: s = Array(s.prefix(r.below(8)))  // 0 to 7 bytes
-        default:
-            let n = r.pick([9, 10, 19, 20, 21, 182, 244, 514]) ?? 9
-            s += (0..<max(0, n - s.count)).map { _ in r.byte() }
-        }
-        data = s
     }
 
     /// Credentials: SSIDs of 0, 1, 31, 32, 33 and 255 bytes; passwords of 0, 7, 8, 63, 64, 65
@@ -108,36 +89,6 @@ public enum ProtocolMutators {
     static func filler(_ n: Int, _ r: inout FuzzRandom) -> [UInt8] {
         let letters = Array("abcdefghijklmnopqrstuvwxyz0123456789 -_".utf8)
         return (0..<n).map { _ in letters[r.below(letters.count)] }
-    }
-
-    /// Scan responses, as the scan target reads them: byte 0 is the chunk size (MTU-3), the rest
-    /// the stream. Splits at every position, MORE/END missing, repeated, misplaced, in another
-    /// case or split across chunks, CR LF, commas and non-ASCII in SSIDs, RSSI out of range,
-    /// more than 10 networks, empty notifications, a new SCAN in the middle.
-    public static func scan(_ data: inout [UInt8], _ r: inout FuzzRandom) {
-        var chunk = data.first.map(Int.init) ?? 20
-        var text = Array(data.dropFirst())
-        if text.isEmpty { text = Array("HomeNet,-41\nCafe,-70\nEND".utf8) }
-        switch r.below(10) {
-        case 0: chunk = 1 + r.below(text.count + 1)  // every split position
-        case 1: text = remove(text, "END")
-        case 2: text += Array((r.pick(["END", "MORE", "\nEND", "END\nEND"]) ?? "END").utf8)
-        case 3: text.insert(contentsOf: Array((r.pick(["END\n", "MORE\n", "end", "More"]) ?? "END").utf8), at: r.below(text.count + 1))
-        case 4: text = text.flatMap { $0 == 0x0A ? [0x0D, 0x0A] : [$0] }
-        case 5: text = Array((r.pick(["a,b,c,-40\n", "Caf\u{e9},-60\n", "\u{202e}evil,-1\n", ",-50\n", "x,\n"]) ?? "").utf8) + text
-        case 6: text = Array((r.pick(["N,-200\n", "N,40\n", "N,-2147483649\n", "N,99999999999999999999\n", "N,-\n"]) ?? "").utf8) + text
-        case 7: text = (0..<(11 + r.below(30))).flatMap { Array("net\($0),-\(40 + $0)\n".utf8) } + Array("END".utf8)
-        case 8: text.insert(contentsOf: Array("SCAN".utf8), at: r.below(text.count + 1))
-        default: chunk = r.pick([0, 1, 2, 3, 4, 20, 182, 244, 255]) ?? 20
-        }
-        data = [UInt8(clamping: chunk)] + text.prefix(2047)
-    }
-
-    static func remove(_ text: [UInt8], _ what: String) -> [UInt8] {
-        let w = Array(what.utf8)
-        guard text.count >= w.count,
-              let i = (0...(text.count - w.count)).reversed().first(where: { text[$0..<($0 + w.count)].elementsEqual(w) }) else { return text }
-        return Array(text[..<i]) + text[(i + w.count)...]
     }
 
     /// Protobuf messages (nRF7, ESP-IDF), field-aware: wrong wire types, over-long length

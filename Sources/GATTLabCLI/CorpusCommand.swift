@@ -141,36 +141,19 @@ enum CorpusImporter {
         var out = Collector(secrets: secrets)
         let reader = try openCapture(bytes: redacted)
         let gatt = GATTDecoder()
-        var scans: [ConnectionKey: (joiner: SensorScan.Joiner, chunks: [[UInt8]])] = [:]
+        // Each protocol's router says which of its targets a value goes to (keeping what it
+        // needs across values, such as a scan response's chunks); the first to claim it wins.
+        var routers = GATTLabProtocols.all.conforming(to: (any FuzzableProtocol.Type).self).map { $0.corpusRouter() }
         var attCount = 0
         func value(_ info: HandleInfo?, handle: UInt16, bytes: [UInt8], table: AttributeTable?, connection: ConnectionKey, notified: Bool) {
             guard let info, info.role == .value else { return }
             let uuid = info.uuid
             let endpoint = table?.userDescriptions[handle]
             let clean = GATTLabProtocols.all.redactingCredentials(bytes, characteristic: uuid, endpoint: endpoint)
-            switch uuid {
-            case SpeakerOTA.status: out.add("status", clean)
-            case SpeakerOTA.credentials: out.add("credentials", clean)
-            case SpeakerOTA.url: out.add("url", clean)
-            case SpeakerOTA.control: out.add("control", clean)
-            case SensorScan.characteristic where notified:
-                // One response: its notifications joined, behind the chunk size the scan target cuts at.
-                var s = scans[connection] ?? (SensorScan.Joiner(), [])
-                s.chunks.append(clean)
-                if s.joiner.add(clean) {
-                    let size = UInt8(clamping: max(1, s.chunks.map(\.count).max() ?? 1))
-                    out.add("scan", [size] + s.chunks.joined())
-                    scans[connection] = nil
-                } else {
-                    scans[connection] = s
-                }
-            default:
-                if NRF7Protocol.characteristics.contains(uuid) {
-                    out.add("nrf7", clean)
-                } else if ESPProvisioningProtocol.characteristics.contains(uuid)
-                            || endpoint.map({ ESPProvisioning.Endpoint(rawValue: $0) != nil }) == true {
-                    out.add("esp", clean)
-                }
+            for i in routers.indices {
+                guard let inputs = routers[i].route(clean, characteristic: uuid, endpoint: endpoint, connection: connection, notified: notified) else { continue }
+                for (target, input) in inputs { out.add(target, input) }
+                break
             }
         }
         while let record = try reader.next() {

@@ -55,7 +55,7 @@ struct FuzzCommand: ParsableCommand {
 
         func run() throws {
             if format == .json {
-                let rows = try FuzzTargets.names.map { name in
+                let rows = try FuzzTargets.names(protocols: GATTLabProtocols.all).map { name in
                     let t = try FuzzTargets.named(name, protocols: GATTLabProtocols.all)
                     return "{\"name\":\"\(t.name)\",\"summary\":\(Self.quoted(t.summary)),\"maxLength\":\(t.maxLength)}"
                 }
@@ -63,8 +63,9 @@ struct FuzzCommand: ParsableCommand {
                 print("[" + (rows + [device]).joined(separator: ",\n ") + "]")
                 return
             }
-            let width = FuzzTargets.names.map(\.count).max() ?? 0
-            for name in FuzzTargets.names {
+            let names = FuzzTargets.names(protocols: GATTLabProtocols.all)
+            let width = names.map(\.count).max() ?? 0
+            for name in names {
                 let t = try FuzzTargets.named(name, protocols: GATTLabProtocols.all)
                 print(name.padding(toLength: width + 2, withPad: " ", startingAt: 0) + t.summary)
             }
@@ -130,8 +131,9 @@ struct FuzzCommand: ParsableCommand {
         var format: OutputFormatOption = .text
 
         func validate() throws {
-            guard FuzzTargets.names.contains(target) || target == "selftest-crash" || target == Self.blackBoxName else {
-                throw ValidationError("no fuzz target '\(target)'; known: \(FuzzTargets.names.joined(separator: ", ")), \(Self.blackBoxName)")
+            let names = FuzzTargets.names(protocols: GATTLabProtocols.all)
+            guard names.contains(target) || target == "selftest-crash" || target == Self.blackBoxName else {
+                throw ValidationError("no fuzz target '\(target)'; known: \(names.joined(separator: ", ")), \(Self.blackBoxName)")
             }
             if target == Self.blackBoxName, remote == nil {
                 throw ValidationError("the device target is black-box: give the device with --target unix:PATH or bluez:hciN/ADDR")
@@ -272,8 +274,7 @@ struct FuzzCommand: ParsableCommand {
             var cap = maxPDUs
             if case .bluez = parsed, cap == nil { cap = 128 }
             let speed = speed
-            return try GATTBlackBox.target(label: remote, timeout: timeout, maxPDUs: cap, seedScripts: scripts,
-                                           protocols: GATTLabProtocols.all) {
+            return try GATTBlackBox.target(label: remote, timeout: timeout, maxPDUs: cap, seedScripts: scripts, protocols: GATTLabProtocols.all) {
                 // The device is another process: its socket's calls may block the campaign's
                 // own thread (no dispatch hops), which every answer waits on anyway.
                 if case .unix(let path) = parsed { return DirectUnixLink(path: path, speed: speed) }

@@ -3,6 +3,7 @@ import ArgumentParser
 import ATT
 import Emulator
 import Foundation
+import Fuzz
 import GATT
 import Profiles
 import Protocols
@@ -28,6 +29,8 @@ struct ProtocolsCommand: ParsableCommand {
               audit           its own audit rules (by id), besides the link and pairing rules
               emulate         its emulated devices (emu:NAME), scenarios (gattlab emulate \
             scenario NAME) and the bugs that can be planted in them (--quirk NAME)
+              fuzz            its fuzz targets (gattlab fuzz NAME, Corpus/NAME/, make fuzz \
+            TARGET=NAME)
 
             Use it to find the --profile name for a device, to check which UUIDs a capture must \
             show for GATTLab to decode it, or, after adding a protocol, that it is registered.
@@ -82,6 +85,9 @@ struct ProtocolCapability: Sendable {
                 e.devices.map { "emu:\($0.name)" } + ["\(e.scenarios.count + e.auditScenarios.count) scenarios"]
                     + e.quirks.map { "quirk \($0.name)" }
             }
+        },
+        ProtocolCapability(name: "fuzz") { type in
+            (type as? any FuzzableProtocol.Type).map { f in f.fuzzTargets.map(\.name) + f.deviceFuzzTargets.map(\.name) }
         },
     ]
 }

@@ -1,3 +1,4 @@
+import ATT
 import Emulator
 import Foundation
 import Profiles
@@ -49,7 +50,7 @@ final class FuzzTests: XCTestCase {
     }
 
     func testNothingIsFoundWithoutQuirks() throws {
-        for name in FuzzTargets.names {
+        for name in FuzzTargets.names(protocols: GATTLabProtocols.all) {
             let runs = name.hasPrefix("device-") ? 3000 : 5000
             let summary = try campaign(name, runs: runs)
             XCTAssertEqual(summary.findings, [], "\(name): \(summary.findings.map(\.detail))")
@@ -62,9 +63,11 @@ final class FuzzTests: XCTestCase {
         let good = SpeakerOTA.Status(state: .downloading, progress: 5).encode()
         var bad = good
         bad[0] = 0x42
-        XCTAssertNil(DeviceTargets.impossibleStatus([(0x14, good)], statusHandle: 0x14))
-        XCTAssertNil(DeviceTargets.impossibleStatus([(0x15, bad)], statusHandle: 0x14), "another characteristic")
-        XCTAssertEqual(DeviceTargets.impossibleStatus([(0x14, good), (0x14, bad)], statusHandle: 0x14)?.isFinding, true)
+        func at14(_ uuid: BluetoothUUID) -> UInt16? { uuid == SpeakerOTA.status ? 0x14 : nil }
+        XCTAssertNil(SpeakerOTAProtocol.notificationFinding([(0x14, good)], valueHandle: at14))
+        XCTAssertNil(SpeakerOTAProtocol.notificationFinding([(0x15, bad)], valueHandle: at14), "another characteristic")
+        XCTAssertEqual(SpeakerOTAProtocol.notificationFinding([(0x14, good), (0x14, bad)], valueHandle: at14)?.isFinding, true)
+        XCTAssertNil(SpeakerOTAProtocol.notificationFinding([(0x14, bad)], valueHandle: { _ in nil }), "a device without the status")
     }
 
     func testTheSameSeedGivesTheSameCampaign() throws {
@@ -141,7 +144,7 @@ final class FuzzTests: XCTestCase {
     func testRegressionInputsInCorpusStayClean() throws {
         let root = Files.root.appendingPathComponent("Corpus")
         var checked = 0
-        for name in FuzzTargets.names {
+        for name in FuzzTargets.names(protocols: GATTLabProtocols.all) {
             let folder = root.appendingPathComponent(name).path
             guard FileManager.default.fileExists(atPath: folder) else { continue }
             let target = try FuzzTargets.named(name, protocols: GATTLabProtocols.all)

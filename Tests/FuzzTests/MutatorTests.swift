@@ -1,3 +1,5 @@
+import Profiles
+import Protocols
 import XCTest
 @testable import Fuzz
 
@@ -35,7 +37,7 @@ final class MutatorTests: XCTestCase {
         func run(_ seed: UInt64) -> [[UInt8]] {
             var r = FuzzRandom(seed: seed)
             var data: [UInt8] = [0x14, 0x48, 0x6F, 0x6D, 0x65]
-            return (0..<100).map { _ in ProtocolMutators.scan(&data, &r); return data }
+            return (0..<100).map { _ in SensorScanProtocol.mutateScan(&data, &r); return data }
         }
         XCTAssertEqual(run(5), run(5))
         XCTAssertNotEqual(run(5), run(6))

@@ -27,9 +27,11 @@ final class ProtocolsCommandTests: XCTestCase {
         XCTAssertTrue(r.stdout.contains("  supports timeline: lane ota\n"), r.stdout)
         XCTAssertTrue(r.stdout.contains("  supports audit: ota.open-control, ota.url-plain-http, ota.url-credentials, ota.url-token\n"), r.stdout)
         XCTAssertTrue(r.stdout.contains("  supports emulate: emu:speaker, "), r.stdout)
+        XCTAssertTrue(r.stdout.contains("  supports fuzz: status, credentials, url, control, device-speaker\n"), r.stdout)
         let sensor = r.stdout.components(separatedBy: "sensor-scan (sensor)\n")[1].components(separatedBy: "\n\n")[0]
         XCTAssertFalse(sensor.contains("supports audit"), "the sensor has no audit rules: \(sensor)")
         XCTAssertTrue(sensor.contains("  supports emulate: emu:sensor"), sensor)
+        XCTAssertTrue(sensor.contains("  supports fuzz: scan, device-sensor"), sensor)
     }
 
     func testJSONListsEveryProtocolWithItsUUIDs() throws {

@@ -28,9 +28,9 @@ public struct BlackBoxReport: Sendable, Codable, Hashable {
 public enum GATTBlackBox {
     /// A campaign target for the device `connect` reaches. Discovers it first (an error when
     /// that fails: a device that cannot be discovered is no finding). `seedOperations` are extra
-    /// seeds (a recorded session's writes), already mapped onto this device's table.
-    public static func target(label: String, timeout: Int64, maxPDUs: Int? = nil, seedScripts: [SessionScript] = [],
-                              protocols: ProtocolSet,
+    /// seeds (a recorded session's writes), already mapped onto this device's table. The
+    /// protocols' value mutators shape values of their characteristics, found by UUID.
+    public static func target(label: String, timeout: Int64, maxPDUs: Int? = nil, seedScripts: [SessionScript] = [], protocols: ProtocolSet,
                               connect: @escaping @Sendable () -> any TimedATTBearer & LinkControl,
                               progress: (String) -> Void = { _ in }) throws(FuzzError) -> (FuzzTarget, GATTCampaignReporter) {
         let map: DeviceMap
@@ -38,7 +38,7 @@ public enum GATTBlackBox {
             throw .io("\(label): discovering the GATT table failed: \(error)")
         }
         guard !map.characteristics.isEmpty else { throw .io("\(label): the device has no characteristic to fuzz (discovery found none)") }
-        let state = GATTCampaignState(map: map, timeout: timeout, maxPDUs: maxPDUs)
+        let state = GATTCampaignState(map: map, timeout: timeout, maxPDUs: maxPDUs, protocols: protocols.conforming(to: (any FuzzableProtocol.Type).self))
         let reporter = GATTCampaignReporter(state: state)
         progress("discovered \(label): \(map.characteristics.count) characteristics, \(map.descriptors.count) descriptors, server MTU \(map.serverMTU)"
                  + (map.needsEncryption ? ", encrypted link" : "") + "; protocols: " + (map.protocols.isEmpty ? "none known (generic mutations)" : map.protocols.joined(separator: ", ")))
@@ -51,10 +51,11 @@ public enum GATTBlackBox {
         }
         // The recorded sessions first: the campaign starts with them.
         let seeds = recorded + GATTValues.flows(map)
+        let values = Dictionary(FuzzTargets.valueMutators(protocols).map { ($0.characteristic, $0.mutate) }, uniquingKeysWith: { first, _ in first })
         let target = FuzzTarget(
             name: "device", summary: "black-box GATT fuzzing of \(label): \(map.characteristics.count) characteristics, protocols: \(map.protocols.isEmpty ? "none known" : map.protocols.joined(separator: ", "))",
             maxLength: 4096, seeds: { seeds.map(GATTInput.encode) },
-            mutator: { data, r in GATTMutator.mutate(&data, map: map, &r) },
+            mutator: { data, r in GATTMutator.mutate(&data, map: map, values: values, &r) },
             minimizeTries: 300,
             execute: { input, f in
                 let ops = GATTInput.decode(input)
@@ -218,14 +219,14 @@ public final class GATTCampaignReporter: @unchecked Sendable {
 /// (steps skipped, repeated, reordered), a reconnect or an MTU exchange put in the middle, a
 /// write turned into a long write or a command, another target, a malformed PDU.
 enum GATTMutator {
-    static func mutate(_ data: inout [UInt8], map: DeviceMap, _ r: inout FuzzRandom) {
+    static func mutate(_ data: inout [UInt8], map: DeviceMap, values: [BluetoothUUID: GATTValues.Mutate], _ r: inout FuzzRandom) {
         var ops = GATTInput.decode(data)
         if ops.isEmpty { ops = [GATTValues.mtu(247)] }
-        for _ in 0..<(1 + r.below(2)) { once(&ops, map: map, &r) }
+        for _ in 0..<(1 + r.below(2)) { once(&ops, map: map, values: values, &r) }
         data = GATTInput.encode(Array(ops.prefix(48)))
     }
 
-    static func once(_ ops: inout [GATTOperation], map: DeviceMap, _ r: inout FuzzRandom) {
+    static func once(_ ops: inout [GATTOperation], map: DeviceMap, values: [BluetoothUUID: GATTValues.Mutate], _ r: inout FuzzRandom) {
         let i = r.below(ops.count)
         let count = UInt8(truncatingIfNeeded: map.characteristics.count)
         switch r.below(16) {
@@ -251,7 +252,7 @@ enum GATTMutator {
             default:
                 let c = map.characteristic(op.target)
                 if op.kind == .wait || op.kind == .reconnect || op.kind == .subscribe { op.kind = .write }
-                GATTValues.mutate(&op.value, role: c?.role, baseline: c?.baseline, mtu: map.serverMTU, &r)
+                GATTValues.mutate(&op.value, role: c?.role, structured: c.flatMap { values[$0.uuid] }, baseline: c?.baseline, mtu: map.serverMTU, &r)
                 if op.value.count > 20, op.kind == .write, r.chance(50) { op.kind = .longWrite }
             }
             op.value = Array(op.value.prefix(255))
@@ -269,7 +270,7 @@ enum GATTMutator {
                 if kind == .write || kind == .longWrite || kind == .writeCommand || kind == .prepareFlood {
                     let c = map.characteristic(op.target)
                     op.value = c?.baseline ?? []
-                    GATTValues.mutate(&op.value, role: c?.role, baseline: c?.baseline, mtu: map.serverMTU, &r)
+                    GATTValues.mutate(&op.value, role: c?.role, structured: c.flatMap { values[$0.uuid] }, baseline: c?.baseline, mtu: map.serverMTU, &r)
                 }
                 op.value = Array(op.value.prefix(255))
                 ops.insert(op, at: r.below(ops.count + 1))

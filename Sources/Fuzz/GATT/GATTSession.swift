@@ -11,16 +11,19 @@ final class GATTCampaignState: @unchecked Sendable {  // guarded by lock
     let map: DeviceMap
     let timeout: Int64
     let maxPDUs: Int?
+    /// The protocols the campaign knows: their reset commands and state characteristics.
+    let protocols: [any FuzzableProtocol.Type]
     let coverage = GATTCoverage()
     private let lock = NSLock()
     private var reference: (networks: Set<String>, mtu: Int)?
     private var encrypt: Bool
     private var recording: Recording?
 
-    init(map: DeviceMap, timeout: Int64, maxPDUs: Int?) {
+    init(map: DeviceMap, timeout: Int64, maxPDUs: Int?, protocols: [any FuzzableProtocol.Type]) {
         self.map = map
         self.timeout = timeout
         self.maxPDUs = maxPDUs
+        self.protocols = protocols
         encrypt = map.needsEncryption
     }
 
@@ -152,7 +155,7 @@ final class GATTSession: @unchecked Sendable {
         self.link = link
         self.state = state
         self.features = features
-        observer = ProtocolObserver(map: state.map)
+        observer = ProtocolObserver(map: state.map, protocols: state.protocols)
         budget = state.maxPDUs ?? Int.max
         inherited = false
     }
@@ -162,7 +165,7 @@ final class GATTSession: @unchecked Sendable {
         link = kept.link
         self.state = state
         self.features = features
-        observer = ProtocolObserver(map: state.map)
+        observer = ProtocolObserver(map: state.map, protocols: state.protocols)
         budget = state.maxPDUs ?? Int.max
         inherited = true
         mtu = kept.mtu
@@ -416,14 +419,14 @@ final class GATTSession: @unchecked Sendable {
         guard let opcode = pdu.first else { return .ok }
         budget -= 1
         state.coverage.sentPDU()
-        // A REBOOT can arrive queued: a Prepare Write of it, then an Execute (a drop then is
-        // the answer, as for a plain write of it).
+        // A reset command can arrive queued: a Prepare Write of it, then an Execute (a drop then
+        // is the answer, as for a plain write of it).
         if opcode == 0x16, pdu.count >= 6, pdu[3] == 0, pdu[4] == 0,
            let c = map.characteristics.firstIndex(where: { $0.valueHandle == UInt16(pdu[1]) | UInt16(pdu[2]) << 8 }),
-           map.characteristics[c].role == .speakerControl, pdu[5] == SpeakerOTA.Command.reboot.rawValue {
-            queuedReboot = c
+           state.protocols.contains(where: { $0.resetsDevice(writing: Array(pdu.dropFirst(5)), to: map.characteristics[c].uuid) }) {
+            queuedReboot = (c, Array(pdu.dropFirst(5)))
         }
-        if opcode == 0x18, pdu.count >= 2, pdu[1] == 1, let c = queuedReboot { observer.sent([SpeakerOTA.Command.reboot.rawValue], on: c) }
+        if opcode == 0x18, pdu.count >= 2, pdu[1] == 1, let queued = queuedReboot { observer.sent(queued.value, on: queued.index) }
         do { try await link.send(pdu) } catch {
             answer = .dropped
             return await dropped("before \(step) was sent")
@@ -520,8 +523,8 @@ final class GATTSession: @unchecked Sendable {
 
     /// A finding seen in a notification while waiting for an answer, reported after it.
     var pending: FuzzOutcome?
-    /// The speaker control characteristic, when a REBOOT sits in the device's prepare queue.
-    var queuedReboot: Int?
+    /// The characteristic and the value, when a reset command sits in the device's prepare queue.
+    var queuedReboot: (index: Int, value: [UInt8])?
     /// Opcodes no specification has, sent and not yet answered, once per sending (the same one
     /// sent twice is answered twice): an Error Response for one is that late answer.
     var lateErrors: [UInt8] = []
@@ -703,7 +706,7 @@ final class GATTSession: @unchecked Sendable {
             return .ok
         }
         let before = observer.state
-        let health = await GATTHealth.check(link: link, map: map, encrypt: state.needsEncryption, timeout: state.timeout)
+        let health = await GATTHealth.check(link: link, map: map, protocols: state.protocols, encrypt: state.needsEncryption, timeout: state.timeout)
         return .finding(kind: "link-dropped", detail: "the device dropped the link \(when) (a crash or a reset); \(health.sentence(before: before))")
     }
 
@@ -741,15 +744,23 @@ struct GATTHealth {
     var back: Bool
     var state: String?
 
-    static func check(link: any TimedATTBearer & LinkControl, map: DeviceMap, encrypt: Bool, timeout: Int64) async -> GATTHealth {
+    static func check(link: any TimedATTBearer & LinkControl, map: DeviceMap, protocols: [any FuzzableProtocol.Type],
+                      encrypt: Bool, timeout: Int64) async -> GATTHealth {
         await link.close()
         guard await GATTSession.connect(link) else { return GATTHealth(back: false) }
         if encrypt { await link.encrypt() }
-        guard let i = map.index(of: .speakerStatus) else { return GATTHealth(back: true) }
-        guard (try? await link.send(ATTPDU.readRequest(handle: map.characteristics[i].valueHandle).encode())) != nil,
+        // The first protocol whose state characteristic the device has.
+        var found: (index: Int, protocol: any FuzzableProtocol.Type)?
+        for p in protocols {
+            if let uuid = p.stateCharacteristic, let i = map.characteristics.firstIndex(where: { $0.uuid == uuid }) {
+                found = (i, p)
+                break
+            }
+        }
+        guard let found else { return GATTHealth(back: true) }
+        guard (try? await link.send(ATTPDU.readRequest(handle: map.characteristics[found.index].valueHandle).encode())) != nil,
               let reply = try? await link.receive(within: timeout), reply.first == 0x0B else { return GATTHealth(back: true) }
-        let status = SpeakerOTA.Status.decode(Array(reply.dropFirst())).0
-        return GATTHealth(back: true, state: status.flatMap(\.state).map { "\($0)" })
+        return GATTHealth(back: true, state: found.protocol.state(read: Array(reply.dropFirst())))
     }
 
     /// Waits, up to two seconds of wall time, until the device accepts a link and answers a

@@ -137,8 +137,12 @@ enum GATTValues {
     static let special: [[UInt8]] = [[0x00], [0xFF], [0x7F], [0x80], Array("%s%n%x".utf8), [0x0A], [0x0D, 0x0A], Array("\"';".utf8),
                                      [0xC3], [0xED, 0xA0, 0x80], Array("../".utf8), [0x25, 0x00]]
 
-    /// A value for characteristic `c` (or a descriptor, when `descriptor`), from `current`.
-    static func mutate(_ value: inout [UInt8], role: DeviceMap.Role?, baseline: [UInt8]?, mtu: Int, _ r: inout FuzzRandom) {
+    /// A protocol's mutation of its values (`FuzzableProtocol.valueMutators`).
+    typealias Mutate = @Sendable (inout [UInt8], inout FuzzRandom) -> Void
+
+    /// A value for characteristic `c` (or a descriptor, when `descriptor`), from `current`;
+    /// `structured` is the mutator its protocol gives for its values, if any.
+    static func mutate(_ value: inout [UInt8], role: DeviceMap.Role?, structured: Mutate? = nil, baseline: [UInt8]?, mtu: Int, _ r: inout FuzzRandom) {
         switch r.below(10) {
         case 0, 1:
             boundary(&value, role: role, baseline: baseline, r: &r)
@@ -151,7 +155,8 @@ enum GATTValues {
         }
         switch role {
         case .speakerCredentials: ProtocolMutators.credentials(&value, &r)
-        case .speakerStatus: ProtocolMutators.status(&value, &r)
+        case .speakerStatus:
+            if let structured { structured(&value, &r) } else { GenericMutator.mutate(&value, &r, maxLength: 600) }
         case .speakerURL:
             switch r.below(4) {
             case 0: value = Array((r.pick(["http://fw.example/a.bin", "ftp://x", "https://", "", "https://fw.example/%s%s%n",

@@ -8,6 +8,8 @@ import Profiles
 /// content: a protocol message that does not decode or names a state the protocol does not have.
 struct ProtocolObserver {
     let map: DeviceMap
+    /// The protocols known to the campaign, for their reset commands.
+    let protocols: [any FuzzableProtocol.Type]
     /// The protocol state reached so far ("start" before the device said anything).
     private(set) var state = "start"
     private var joiner = SensorScan.Joiner()
@@ -15,7 +17,15 @@ struct ProtocolObserver {
     private(set) var scanned: Set<String>?
     private(set) var scanMTU = 23
 
-    init(map: DeviceMap) { self.map = map }
+    init(map: DeviceMap, protocols: [any FuzzableProtocol.Type]) {
+        self.map = map
+        self.protocols = protocols
+    }
+
+    /// Writing `value` to characteristic `index` tells the device to reset.
+    private func resets(_ value: [UInt8], on index: Int) -> Bool {
+        protocols.contains { $0.resetsDevice(writing: value, to: map.characteristics[index].uuid) }
+    }
 
     /// A value the device sent (notified, indicated or read) on characteristic `index`; a finding
     /// when its content breaks the protocol.
@@ -81,12 +91,12 @@ struct ProtocolObserver {
     /// results (its records stream until STOP_SCAN; a silence there is the scan having no more).
     var awaitsFirstWord: Bool { inProgress && state != "scan results" }
 
-    /// The input asked the device to drop the link (the speaker's REBOOT): a drop is the answer.
+    /// The input asked the device to drop the link (a reset command): a drop is the answer.
     private(set) var dropExpected = false
 
     /// A write sent (a command, whose acceptance is not told) or accepted.
     mutating func sent(_ value: [UInt8], on index: Int) {
-        if map.characteristics[index].role == .speakerControl, value.first == SpeakerOTA.Command.reboot.rawValue { dropExpected = true }
+        if resets(value, on: index) { dropExpected = true }
     }
 
     /// The link came back after an expected drop. A device told to reboot stays expected to
@@ -94,13 +104,13 @@ struct ProtocolObserver {
     /// back, drops it again (a crash after a REBOOT in the same input is then not told).
     mutating func reconnected() { dropOwed = false }
 
-    /// A REBOOT the device accepted and whose drop has not come yet: the device resets a moment
+    /// A reset command the device accepted and whose drop has not come yet: the device resets a moment
     /// after it answers, and that drop belongs to this input, not to the next one's first step.
     private(set) var dropOwed = false
 
     /// A write the device accepted: the states a write alone reaches.
     mutating func accepted(_ value: [UInt8], on index: Int) {
-        if map.characteristics[index].role == .speakerControl, value.first == SpeakerOTA.Command.reboot.rawValue { dropOwed = true }
+        if resets(value, on: index) { dropOwed = true }
         if map.characteristics[index].role == .sensorScan, value == SensorScan.request {
             state = "scan requested"
             joiner = SensorScan.Joiner()
