@@ -1,6 +1,7 @@
 /// One network from a device's Wi-Fi scan, in the same shape whichever protocol reported it
 /// (the sensor's `SSID,RSSI` lines, nRF7 ScanRecord, ESP-IDF WiFiScanResult): what JSON output
-/// and the diagnoses use. Fields a protocol does not carry are nil.
+/// and the diagnoses use. Fields a protocol does not carry are nil. Each protocol makes them from
+/// its own records (an initializer in its folder).
 public struct WiFiNetwork: Sendable, Hashable {
     public var ssid: [UInt8]
     public var bssid: [UInt8]?
@@ -33,18 +34,5 @@ public struct WiFiNetwork: Sendable, Hashable {
         case 32...177: "5 GHz"
         default: nil
         }
-    }
-
-    public init(_ n: SensorScan.Network) { self.init(ssid: n.ssid, rssi: n.rssi) }
-
-    public init?(_ r: NRF7.ScanRecord) {
-        guard let w = r.wifi else { return nil }
-        let band = w.band.flatMap { $0.raw == 1 || $0.raw == 2 ? $0.name : nil }
-        self.init(ssid: w.ssid ?? [], bssid: w.bssid, channel: w.channel.map { Int($0) }, rssi: r.rssi.map { Int($0) },
-                  authMode: w.auth?.description, band: band)
-    }
-
-    public init(_ e: ESPProvisioning.ScanEntry) {
-        self.init(ssid: e.ssid, bssid: e.bssid, channel: Int(e.channel), rssi: Int(e.rssi), authMode: e.auth.description)
     }
 }

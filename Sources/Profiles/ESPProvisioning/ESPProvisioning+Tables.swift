@@ -36,3 +36,9 @@ extension ESPProvisioningProtocol {
         return CredentialLayout(format: "esp-set-config", fields: ["ssid", "password"], secret: [range], ssid: ssid)
     }
 }
+
+extension WiFiNetwork {
+    public init(_ e: ESPProvisioning.ScanEntry) {
+        self.init(ssid: e.ssid, bssid: e.bssid, channel: Int(e.channel), rssi: Int(e.rssi), authMode: e.auth.description)
+    }
+}

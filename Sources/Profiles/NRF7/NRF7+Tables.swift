@@ -28,3 +28,12 @@ extension NRF7Protocol {
         return CredentialLayout(format: "nrf7-set-config", fields: ["ssid", "password"], secret: [range], ssid: ssid)
     }
 }
+
+extension WiFiNetwork {
+    public init?(_ r: NRF7.ScanRecord) {
+        guard let w = r.wifi else { return nil }
+        let band = w.band.flatMap { $0.raw == 1 || $0.raw == 2 ? $0.name : nil }
+        self.init(ssid: w.ssid ?? [], bssid: w.bssid, channel: w.channel.map { Int($0) }, rssi: r.rssi.map { Int($0) },
+                  authMode: w.auth?.description, band: band)
+    }
+}

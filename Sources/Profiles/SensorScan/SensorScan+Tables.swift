@@ -12,3 +12,7 @@ extension SensorScanProtocol {
              "descriptors": [{"uuid": "0x2902", "handle": 13}]}]}]}
         """
 }
+
+extension WiFiNetwork {
+    public init(_ n: SensorScan.Network) { self.init(ssid: n.ssid, rssi: n.rssi) }
+}
