@@ -115,7 +115,7 @@ let package = Package(
         .testTarget(name: "EmulatorTests", dependencies: ["Protocols", "Emulator", "Transport", "Profiles", "GATT", "ATT", "HCI", "Capture", "TestSupport"]),
         .testTarget(name: "AnalysisTests", dependencies: ["Protocols", "Analysis", "Report", "Emulator", "Profiles", "GATT", "ATT", "HCI", "Capture", "TestSupport"]),
         .testTarget(name: "RedactTests", dependencies: ["Protocols", "Redact", "Analysis", "Emulator", "Profiles", "GATT", "ATT", "HCI", "Capture", "TestSupport"]),
-        .testTarget(name: "ReplayTests", dependencies: ["Protocols", "Replay", "Emulator", "Transport", "Profiles", "GATT", "ATT", "Capture", "TestSupport"]),
+        .testTarget(name: "ReplayTests", dependencies: ["Protocols", "Replay", "Emulator", "Transport", "Profiles", "GATT", "ATT", "HCI", "Capture", "TestSupport"]),
         .testTarget(name: "FuzzTests", dependencies: ["Protocols", "Fuzz", "Emulator", "Profiles", "ATT", "HCI", "Capture", "TestSupport"]),
         // One test target for every protocol folder (Tests/ProtocolsTests/<Name>/) and the registry.
         .testTarget(name: "ProtocolsTests", dependencies: ["Protocols", "Profiles", "GATT", "ATT", "HCI", "Capture", "TestSupport"]),
