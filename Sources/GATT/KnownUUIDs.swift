@@ -1,11 +1,13 @@
 import ATT
 import AssignedNumbers
+import Foundation
 
 /// Names for UUIDs people meet in these captures: first the device protocols GATTLab decodes
-/// (`custom`, and `sig` for the few SIG UUIDs named differently here), then common vendor
-/// services (`VendorServices`), then the Bluetooth SIG's assigned numbers (`AssignedNumbers`,
-/// generated from its YAML). Like Wireshark's UUID tables, a new protocol adds its entries here
-/// and nothing else changes.
+/// (registered by them, and `sig` for the few SIG UUIDs named differently here), then common
+/// vendor services (`VendorServices`), then the Bluetooth SIG's assigned numbers
+/// (`AssignedNumbers`, generated from its YAML). Like Wireshark's UUID tables, a protocol
+/// registers its names (`DeviceProtocol.uuidNames`, registered with the registration list) and
+/// nothing here changes.
 public enum KnownUUIDs {
     /// A readable name for a UUID, if known.
     public static func name(_ uuid: BluetoothUUID) -> String? {
@@ -13,7 +15,7 @@ public enum KnownUUIDs {
             if squatted.contains(short) { return nil }
             return sig[short] ?? VendorServices.service16(short) ?? AssignedNumbers.uuid16Name(short)
         }
-        return custom[uuid] ?? VendorServices.name(high: uuid.high, low: uuid.low)
+        return custom(uuid) ?? VendorServices.name(high: uuid.high, low: uuid.low)
     }
 
     /// Where a name for a UUID comes from: a device protocol GATTLab decodes, a vendor's
@@ -32,38 +34,32 @@ public enum KnownUUIDs {
             }
             return nil
         }
-        if let n = custom[uuid] { return (n, .deviceProtocol) }
+        if let n = custom(uuid) { return (n, .deviceProtocol) }
         if VendorServices.kind(high: uuid.high, low: uuid.low) == .service, let n = VendorServices.name(high: uuid.high, low: uuid.low) {
             return (n, .vendor)
         }
         return nil
     }
 
-    static func uuid(_ s: String) -> BluetoothUUID {
-        BluetoothUUID(string: s) ?? BluetoothUUID(uuid16: 0)
+    /// Adds names of 128-bit UUIDs a device protocol gives its service and characteristics. The
+    /// registration list registers every protocol's before anything is decoded (as a dissector
+    /// registers its fields at start-up); a name registered again replaces the earlier one.
+    public static func register(_ names: [BluetoothUUID: String]) {
+        registered.lock.withLock { registered.names.merge(names) { $1 } }
     }
 
-    static let custom: [BluetoothUUID: String] = [
-        uuid("00000001-1234-5678-9abc-def012345678"): "Speaker service",
-        uuid("00000002-1234-5678-9abc-def012345678"): "Speaker DSP control",
-        uuid("00000003-1234-5678-9abc-def012345678"): "Speaker DSP preset",
-        uuid("00000004-1234-5678-9abc-def012345678"): "Speaker DSP level",
-        uuid("00000005-1234-5678-9abc-def012345678"): "OTA_CREDENTIALS",
-        uuid("00000006-1234-5678-9abc-def012345678"): "OTA_URL",
-        uuid("00000007-1234-5678-9abc-def012345678"): "OTA_CONTROL",
-        uuid("00000008-1234-5678-9abc-def012345678"): "OTA_STATUS",
-        uuid("12345678-9abc-def0-1234-000000000008"): "Sensor Wi-Fi scan",
-        uuid("14387800-130c-49e7-b877-2881c89cb258"): "nRF7 Wi-Fi provisioning service",
-        uuid("14387801-130c-49e7-b877-2881c89cb258"): "nRF7 Info",
-        uuid("14387802-130c-49e7-b877-2881c89cb258"): "nRF7 Control Point",
-        uuid("14387803-130c-49e7-b877-2881c89cb258"): "nRF7 Data Out",
-        uuid("021a9004-0382-4aea-bff4-6b3f1c5adfb4"): "ESP provisioning service",
-        uuid("021aff4f-0382-4aea-bff4-6b3f1c5adfb4"): "ESP prov-ctrl",
-        uuid("021aff50-0382-4aea-bff4-6b3f1c5adfb4"): "ESP prov-scan",
-        uuid("021aff51-0382-4aea-bff4-6b3f1c5adfb4"): "ESP prov-session",
-        uuid("021aff52-0382-4aea-bff4-6b3f1c5adfb4"): "ESP prov-config",
-        uuid("021aff53-0382-4aea-bff4-6b3f1c5adfb4"): "ESP proto-ver",
-    ]
+    /// The registered names, behind a lock: registration may come from any thread, and every
+    /// lookup reads them.
+    private final class Registered: @unchecked Sendable {  // guarded by lock
+        let lock = NSLock()
+        var names: [BluetoothUUID: String] = [:]
+    }
+
+    private static let registered = Registered()
+
+    private static func custom(_ uuid: BluetoothUUID) -> String? {
+        registered.lock.withLock { registered.names[uuid] }
+    }
 
     /// 16-bit UUIDs that countless devices took for their own services before the SIG assigned
     /// them (0xFFF0 with characteristics 0xFFF1-0xFFF4 is the usual vendor-serial layout of

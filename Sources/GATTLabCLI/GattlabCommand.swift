@@ -3,6 +3,7 @@ import CBuildInfo
 #if canImport(Glibc)
 import Glibc
 #endif
+import Protocols
 
 /// `gattlab --version`: the release and the git revision it was built from (recorded by
 /// Scripts/revision.sh when make builds; "unknown" for a plain `swift build`).
@@ -37,6 +38,8 @@ public struct GattlabCommand: ParsableCommand {
     /// every error leaves in the one voice of `Diagnostics`, with its exit status.
     public static func start() {
         signal(SIGPIPE, SIG_IGN)
+        // The registration list registers the protocols' UUID names before anything is shown.
+        _ = GATTLabProtocols.all
         do {
             var command = try parseAsRoot()
             try command.run()

@@ -108,6 +108,9 @@ public protocol DeviceProtocol: Sendable {
     static var advertisedServices: Set<BluetoothUUID> { get }
     /// Keys the user may give to read encrypted sessions (`--esp-pop`); none by default.
     static var keys: [ProtocolKeyOption] { get }
+    /// Names of its 128-bit UUIDs (its service, its characteristics), as every output shows
+    /// them (`OTA_STATUS`); registered with the registration list (`KnownUUIDs.register`).
+    static var uuidNames: [BluetoothUUID: String] { get }
     /// The short name users type for its device: `--profile NAME`, `emu:NAME` (`speaker`);
     /// empty when it has none.
     static var shortName: String { get }
@@ -136,6 +139,7 @@ extension DeviceProtocol {
     public static var endpointNames: Set<String> { [] }
     public static var advertisedServices: Set<BluetoothUUID> { [] }
     public static var keys: [ProtocolKeyOption] { [] }
+    public static var uuidNames: [BluetoothUUID: String] { [:] }
     public static var shortName: String { "" }
     public static var builtInTable: String? { nil }
     public static var secretCharacteristics: Set<BluetoothUUID> { [] }

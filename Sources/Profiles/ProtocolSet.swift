@@ -46,6 +46,11 @@ public struct ProtocolSet: Sendable {
         }
     }
 
+    /// Every name the protocols give their UUIDs.
+    public var uuidNames: [BluetoothUUID: String] {
+        types.reduce(into: [:]) { names, type in names.merge(type.uuidNames) { a, _ in a } }
+    }
+
     /// Every key any registered protocol takes, in registration order.
     public var keyOptions: [ProtocolKeyOption] { types.flatMap { $0.keys } }
 

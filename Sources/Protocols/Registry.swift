@@ -1,3 +1,4 @@
+import GATT
 import Profiles
 
 /// Every device protocol GATTLab knows, one line each, like a dissector table: the only place
@@ -5,10 +6,18 @@ import Profiles
 /// Emulator, Replay, Fuzz, the command line) are given this set and name no protocol.
 /// Adding a protocol is its folder beside this file and one line here (docs/adding-a-protocol.md).
 public enum GATTLabProtocols {
-    public static let all = ProtocolSet([
+    public static let all = registered([
         SpeakerOTAProtocol.self,
         SensorScanProtocol.self,
         NRF7Protocol.self,
         ESPProvisioningProtocol.self,
     ])
+
+    /// The set, with its UUIDs' names registered for every output (`KnownUUIDs`): the first use
+    /// of `all` registers them, once.
+    private static func registered(_ types: [any DeviceProtocol.Type]) -> ProtocolSet {
+        let set = ProtocolSet(types)
+        KnownUUIDs.register(set.uuidNames)
+        return set
+    }
 }

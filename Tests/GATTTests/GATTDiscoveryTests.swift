@@ -5,6 +5,11 @@ import XCTest
 @testable import GATT
 
 final class GATTDiscoveryTests: XCTestCase {
+    override class func setUp() {
+        super.setUp()
+        UUIDs.registerNames()
+    }
+
     func testFullDiscoveryRebuildsTheTable() {
         let feed = GATTFeed()
         feed.connect()

@@ -5,6 +5,11 @@ import XCTest
 @testable import GATT
 
 final class GATTTableFileTests: XCTestCase {
+    override class func setUp() {
+        super.setUp()
+        UUIDs.registerNames()
+    }
+
     private func parse(_ json: String, source: String = "t.json") -> Result<(name: String?, table: AttributeTable), GATTTableError> {
         Result { () throws(GATTTableError) in try GATTTableFile.parse(Data(json.utf8), source: source) }
     }

@@ -24,6 +24,15 @@ enum UUIDs {
     static let userDescription = BluetoothUUID(uuid16: 0x2901)
     static let primaryService = BluetoothUUID(uuid16: 0x2800)
     static let characteristic = BluetoothUUID(uuid16: 0x2803)
+
+    /// The speaker-like table's names, as a device protocol would register them: GATT is tested
+    /// without any protocol (the tests that read names register these in their class setUp).
+    static let names: [BluetoothUUID: String] = [
+        speakerService: "Speaker service", otaCredentials: "OTA_CREDENTIALS", otaURL: "OTA_URL",
+        otaControl: "OTA_CONTROL", otaStatus: "OTA_STATUS",
+    ]
+
+    static func registerNames() { KnownUUIDs.register(names) }
 }
 
 /// Peer addresses in display order.

@@ -4,6 +4,11 @@ import XCTest
 @testable import GATT
 
 final class KnownUUIDsTests: XCTestCase {
+    override class func setUp() {
+        super.setUp()
+        UUIDs.registerNames()
+    }
+
     func testSIGNames() {
         XCTAssertEqual(KnownUUIDs.name(BluetoothUUID(uuid16: 0x2902)), "Client Characteristic Configuration")
         XCTAssertEqual(KnownUUIDs.name(BluetoothUUID(uuid16: 0x2901)), "Characteristic User Description")
@@ -56,31 +61,24 @@ final class KnownUUIDsTests: XCTestCase {
         XCTAssertNil(KnownUUIDs.name(BluetoothUUID(uuid32: 0x0001_2902)), "not a 16-bit value")
     }
 
-    func testProjectNames() {
+    func testRegisteredNames() {
         XCTAssertEqual(KnownUUIDs.name(UUIDs.speakerService), "Speaker service")
         XCTAssertEqual(KnownUUIDs.name(UUIDs.otaCredentials), "OTA_CREDENTIALS")
         XCTAssertEqual(KnownUUIDs.name(UUIDs.otaURL), "OTA_URL")
         XCTAssertEqual(KnownUUIDs.name(UUIDs.otaControl), "OTA_CONTROL")
         XCTAssertEqual(KnownUUIDs.name(UUIDs.otaStatus), "OTA_STATUS")
+        XCTAssertEqual(KnownUUIDs.service(UUIDs.speakerService)?.source, .deviceProtocol)
         // Any case in the text form.
         XCTAssertEqual(KnownUUIDs.name(BluetoothUUID(string: "00000008-1234-5678-9ABC-DEF012345678")!), "OTA_STATUS")
-        XCTAssertEqual(KnownUUIDs.name(BluetoothUUID(string: "12345678-9ABC-DEF0-1234-000000000008")!), "Sensor Wi-Fi scan")
-        XCTAssertEqual(KnownUUIDs.name(BluetoothUUID(string: "14387800-130c-49e7-b877-2881c89cb258")!), "nRF7 Wi-Fi provisioning service")
-        XCTAssertEqual(KnownUUIDs.name(BluetoothUUID(string: "14387802-130c-49e7-b877-2881c89cb258")!), "nRF7 Control Point")
-        XCTAssertEqual(KnownUUIDs.name(BluetoothUUID(string: "021a9004-0382-4aea-bff4-6b3f1c5adfb4")!), "ESP provisioning service")
-        XCTAssertEqual(KnownUUIDs.name(BluetoothUUID(string: "021aff51-0382-4aea-bff4-6b3f1c5adfb4")!), "ESP prov-session")
-        XCTAssertEqual(KnownUUIDs.name(BluetoothUUID(string: "021aff53-0382-4aea-bff4-6b3f1c5adfb4")!), "ESP proto-ver")
         XCTAssertEqual(KnownUUIDs.name(BluetoothUUID(string: "6e400001-b5a3-f393-e0a9-e50e24dcca9e")!), "Nordic UART Service")
         // From the air, little-endian.
         XCTAssertEqual(KnownUUIDs.name(BluetoothUUID(littleEndianBytes: UUIDs.otaCredentials.littleEndianBytes128)!), "OTA_CREDENTIALS")
         XCTAssertNil(KnownUUIDs.name(BluetoothUUID(string: "00000009-1234-5678-9abc-def012345678")!))
-    }
-
-    func testEveryProjectEntryParsed() {
-        // KnownUUIDs.uuid falls back to 0x0000 on a typo; no name may sit on that fallback.
-        XCTAssertNil(KnownUUIDs.custom[BluetoothUUID(uuid16: 0)])
-        XCTAssertTrue(KnownUUIDs.custom.keys.allSatisfy { $0.bitWidth == 128 })
-        XCTAssertEqual(Set(KnownUUIDs.custom.values).count, KnownUUIDs.custom.count, "names are distinct")
+        // A name registered again replaces the first.
+        let other = BluetoothUUID(string: "0000000a-1234-5678-9abc-def012345678")!
+        KnownUUIDs.register([other: "first"])
+        KnownUUIDs.register([other: "second"])
+        XCTAssertEqual(KnownUUIDs.name(other), "second")
     }
 }
 

@@ -1,4 +1,5 @@
 import ATT
+import GATT
 import Profiles
 import Protocols
 import XCTest
@@ -58,5 +59,27 @@ final class RegistryTests: XCTestCase {
                 XCTAssertTrue(protocols.protocols(advertising: s).contains(type.name), "\(s) -> \(type.name)")
             }
         }
+    }
+
+    /// Each protocol names its own 128-bit UUIDs, distinctly, and the registration list makes
+    /// those names what every output shows.
+    func testUUIDNamesAreTheProtocolsOwnAndRegistered() {
+        var owner: [BluetoothUUID: String] = [:]
+        var names: [String: BluetoothUUID] = [:]
+        for type in protocols.types {
+            for (uuid, name) in type.uuidNames {
+                XCTAssertEqual(uuid.bitWidth, 128, "\(type.name): \(uuid)")
+                XCTAssertNil(owner.updateValue(type.name, forKey: uuid), "\(uuid) named by two protocols")
+                XCTAssertNil(names.updateValue(uuid, forKey: name), "\(name) names two UUIDs")
+                XCTAssertEqual(KnownUUIDs.name(uuid), name)
+            }
+        }
+        XCTAssertEqual(KnownUUIDs.name(BluetoothUUID(string: "12345678-9ABC-DEF0-1234-000000000008")!), "Sensor Wi-Fi scan")
+        XCTAssertEqual(KnownUUIDs.name(BluetoothUUID(string: "14387800-130c-49e7-b877-2881c89cb258")!), "nRF7 Wi-Fi provisioning service")
+        XCTAssertEqual(KnownUUIDs.name(BluetoothUUID(string: "14387802-130c-49e7-b877-2881c89cb258")!), "nRF7 Control Point")
+        XCTAssertEqual(KnownUUIDs.name(BluetoothUUID(string: "021a9004-0382-4aea-bff4-6b3f1c5adfb4")!), "ESP provisioning service")
+        XCTAssertEqual(KnownUUIDs.name(BluetoothUUID(string: "021aff51-0382-4aea-bff4-6b3f1c5adfb4")!), "ESP prov-session")
+        XCTAssertEqual(KnownUUIDs.name(BluetoothUUID(string: "021aff53-0382-4aea-bff4-6b3f1c5adfb4")!), "ESP proto-ver")
+        XCTAssertEqual(KnownUUIDs.name(BluetoothUUID(string: "00000008-1234-5678-9abc-def012345678")!), "OTA_STATUS")
     }
 }

@@ -6,6 +6,11 @@ import GATT
 extension ESPProvisioningProtocol {
     public static let shortName = "esp"
 
+    /// The default service and endpoint UUIDs, named after the endpoints (`ESP prov-config`).
+    public static let uuidNames: [BluetoothUUID: String] = ESPProvisioning.Endpoint.allCases.reduce(into: [ESPProvisioning.service: "ESP provisioning service"]) {
+        $0[$1.defaultUUID] = "ESP " + $1.rawValue
+    }
+
     public static let builtInTable: String? = """
         {"name": "ESP-IDF provisioning", "services": [\(BuiltInProfiles.commonServices),
           {"uuid": "021a9004-0382-4aea-bff4-6b3f1c5adfb4", "startHandle": 10, "endHandle": 25, "characteristics": [

@@ -6,6 +6,13 @@ import GATT
 extension NRF7Protocol {
     public static let shortName = "nrf7"
 
+    public static let uuidNames: [BluetoothUUID: String] = [
+        NRF7.service: "nRF7 Wi-Fi provisioning service",
+        NRF7.info: "nRF7 Info",
+        NRF7.controlPoint: "nRF7 Control Point",
+        NRF7.dataOut: "nRF7 Data Out",
+    ]
+
     public static let builtInTable: String? = """
         {"name": "nRF7 Wi-Fi provisioning", "services": [\(BuiltInProfiles.commonServices),
           {"uuid": "14387800-130c-49e7-b877-2881c89cb258", "startHandle": 10, "endHandle": 18, "characteristics": [

@@ -5,6 +5,8 @@ import GATT
 extension SensorScanProtocol {
     public static let shortName = "sensor"
 
+    public static let uuidNames: [BluetoothUUID: String] = [SensorScan.characteristic: "Sensor Wi-Fi scan"]
+
     public static let builtInTable: String? = """
         {"name": "Sensor (Wi-Fi scan)", "services": [\(BuiltInProfiles.commonServices),
           {"uuid": "12345678-9abc-def0-1234-000000000000", "startHandle": 10, "endHandle": 13, "characteristics": [

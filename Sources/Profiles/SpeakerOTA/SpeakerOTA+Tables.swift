@@ -6,6 +6,18 @@ import GATT
 extension SpeakerOTAProtocol {
     public static let shortName = "speaker"
 
+    /// The speaker's service, its DSP characteristics and the OTA ones, as the firmware team names them.
+    public static let uuidNames: [BluetoothUUID: String] = [
+        SpeakerOTA.service: "Speaker service",
+        BluetoothUUID(high: 0x0000_0002_1234_5678, low: 0x9ABC_DEF0_1234_5678): "Speaker DSP control",
+        BluetoothUUID(high: 0x0000_0003_1234_5678, low: 0x9ABC_DEF0_1234_5678): "Speaker DSP preset",
+        BluetoothUUID(high: 0x0000_0004_1234_5678, low: 0x9ABC_DEF0_1234_5678): "Speaker DSP level",
+        SpeakerOTA.credentials: "OTA_CREDENTIALS",
+        SpeakerOTA.url: "OTA_URL",
+        SpeakerOTA.control: "OTA_CONTROL",
+        SpeakerOTA.status: "OTA_STATUS",
+    ]
+
     public static let builtInTable: String? = """
         {"name": "ChaoticVolt speaker (OTA)", "services": [\(BuiltInProfiles.commonServices),
           {"uuid": "00000001-1234-5678-9abc-def012345678", "startHandle": 10, "endHandle": 21, "characteristics": [
