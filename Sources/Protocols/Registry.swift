@@ -10,5 +10,6 @@ public enum GATTLabProtocols {
         SensorScanProtocol.self,
         NRF7Protocol.self,
         ESPProvisioningProtocol.self,
+        ImprovProtocol.self,
     ])
 }

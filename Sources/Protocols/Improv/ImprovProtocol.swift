@@ -1,0 +1,133 @@
+import ATT
+import Capture
+import GATT
+import HCI
+import Profiles
+
+/// Decodes Improv Wi-Fi by characteristic: Current State, Error State and Capabilities as their
+/// one byte, RPC commands written by the phone (joined when the phone cut one into several
+/// writes) and RPC results notified by the device. One instance per connection.
+public struct ImprovProtocol: DeviceProtocol {
+    public static let name = "improv"
+    public static let shortName = "improv"
+    public static let advertisedServices: Set<BluetoothUUID> = [Improv.service, Improv.serviceDataUUID]
+    public static let characteristics: Set<BluetoothUUID> = [
+        Improv.currentState, Improv.errorState, Improv.rpcCommand, Improv.rpcResult, Improv.capabilities,
+    ]
+    /// The RPC Command characteristic carries WIFI_SETTINGS, password and all.
+    public static let secretCharacteristics: Set<BluetoothUUID> = [Improv.rpcCommand]
+
+    /// The table of ESPHome's esp32_improv component: the five characteristics, state, error
+    /// and result notifying.
+    public static let builtInTable: String? = """
+        {"name": "Improv Wi-Fi", "services": [\(BuiltInProfiles.commonServices),
+          {"uuid": "00467768-6228-2272-4663-277478268000", "startHandle": 10, "endHandle": 23, "characteristics": [
+            {"uuid": "00467768-6228-2272-4663-277478268001", "handle": 11, "valueHandle": 12, "properties": ["read", "notify"],
+             "descriptors": [{"uuid": "0x2902", "handle": 13}]},
+            {"uuid": "00467768-6228-2272-4663-277478268002", "handle": 14, "valueHandle": 15, "properties": ["read", "notify"],
+             "descriptors": [{"uuid": "0x2902", "handle": 16}]},
+            {"uuid": "00467768-6228-2272-4663-277478268003", "handle": 17, "valueHandle": 18, "properties": ["write"]},
+            {"uuid": "00467768-6228-2272-4663-277478268004", "handle": 19, "valueHandle": 20, "properties": ["read", "notify"],
+             "descriptors": [{"uuid": "0x2902", "handle": 21}]},
+            {"uuid": "00467768-6228-2272-4663-277478268005", "handle": 22, "valueHandle": 23, "properties": ["read"]}]}]}
+        """
+
+    /// A command cut into several writes, joined until its length is reached.
+    private var pending: ProfileValue?
+    private var pendingWrites = 0
+
+    public init() {}
+
+    /// A WIFI_SETTINGS frame's password (and SSID).
+    public static func credentials(in bytes: [UInt8], characteristic: BluetoothUUID, endpoint: String?) -> CredentialLayout? {
+        guard characteristic == Improv.rpcCommand, let r = Improv.wifiSettingsRanges(in: bytes) else { return nil }
+        return CredentialLayout(format: "improv-wifi-settings", fields: ["ssid", "password"], secret: [r.password],
+                                ssid: Array(bytes[r.ssid]))
+    }
+
+    public mutating func decode(_ v: ProfileValue) -> [ProfileEvent] {
+        func event(_ kind: String, _ message: (any ProfileMessage)?, _ problems: [ProtocolProblem], _ value: ProfileValue = v) -> [ProfileEvent] {
+            [ProfileEvent(value, protocolName: Self.name, kind: kind, message: message, problems: problems)]
+        }
+        let written: [ProtocolProblem] = v.operation == .write && v.characteristic != Improv.rpcCommand
+            ? [.init("improv.write-to-read-only", "a write to a characteristic the device only reads or notifies")] : []
+        switch v.characteristic {
+        case Improv.currentState:
+            let (m, p) = Improv.CurrentState.decode(v.bytes)
+            return event("improv.state", m, p + written)
+        case Improv.errorState:
+            let (m, p) = Improv.ErrorState.decode(v.bytes)
+            return event("improv.error", m, p + written)
+        case Improv.capabilities:
+            let (m, p) = Improv.Capabilities.decode(v.bytes)
+            return event("improv.capabilities", m, p + written)
+        case Improv.rpcResult:
+            let (m, p) = Improv.Result.decode(v.bytes)
+            return event("improv.result", m, p + written)
+        case Improv.rpcCommand where v.operation == .write:
+            return command(v)
+        case Improv.rpcCommand:
+            return event("improv.command", nil, [.init("improv.command-from-device", "the device sent a value on RPC Command, which the phone writes")])
+        default:
+            return []
+        }
+    }
+
+    /// Joins the writes of one command: a write shorter than its length byte says starts a
+    /// command that the next writes continue. A command is at most 258 bytes, so at most that is held.
+    private mutating func command(_ v: ProfileValue) -> [ProfileEvent] {
+        var value = v
+        var writes = 1
+        if var held = pending {
+            held.bytes += v.bytes
+            held.frame = v.frame
+            held.time = v.time
+            if let o = v.origin, var joined = held.origin { joined.append(o); held.origin = joined } else { held.origin = nil }
+            pendingWrites += 1
+            writes = pendingWrites
+            value = held
+            pending = nil
+        }
+        let bytes = value.bytes
+        if bytes.count >= 2 {
+            let needed = Int(bytes[1]) + 3
+            if bytes.count < needed - 1 {
+                // Not even the data is there yet: wait for the next write.
+                pending = value
+                pendingWrites = writes
+                return []
+            }
+            if bytes.count > needed {
+                var whole = value
+                whole.bytes = Array(bytes[..<needed])
+                return decodeCommand(whole, writes: writes, extra: [
+                    .init("improv.frame-trailing", "\(bytes.count - needed) byte(s) after the frame's checksum are ignored"),
+                ])
+            }
+        }
+        return decodeCommand(value, writes: writes, extra: [])
+    }
+
+    private func decodeCommand(_ v: ProfileValue, writes: Int, extra: [ProtocolProblem]) -> [ProfileEvent] {
+        var (m, p) = Improv.Command.decode(v.bytes)
+        if var c = m {
+            c.writes = writes
+            if let password = c.password, let r = Improv.wifiSettingsRanges(in: v.bytes)?.password {
+                c.password = password.located(v.origin(of: r))
+            }
+            m = c
+        }
+        return [ProfileEvent(v, protocolName: Self.name, kind: "improv.command", message: m, problems: p + extra)]
+    }
+
+    public mutating func connectionEnded(_ connection: ConnectionKey, frame: Int, time: Int64, reason: String) -> [ProfileEvent] {
+        guard var held = pending else { return [] }
+        pending = nil
+        let declared = held.bytes.count >= 2 ? Int(held.bytes[1]) + 3 : 0
+        held.frame = frame
+        held.time = time
+        return [ProfileEvent(held, protocolName: Self.name, kind: "improv.command", message: nil, problems: [
+            .init("improv.command-unfinished", "\(held.bytes.count) of \(declared) bytes of a command in \(pendingWrites) write(s) when \(reason)"),
+        ])]
+    }
+}
