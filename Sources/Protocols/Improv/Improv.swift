@@ -97,9 +97,10 @@ public enum Improv {
             return out
         }
 
-        /// Decodes one whole frame. A frame whose length byte disagrees with its size, or whose
-        /// checksum is wrong, is refused with the problem; one exactly a checksum byte short is
-        /// accepted as `absent`.
+        /// Decodes one whole frame. A frame whose checksum is wrong, that is longer than its
+        /// length byte says, or cut short of it, is refused with the problem; one exactly a
+        /// checksum byte short is read (`absent`) with `improv.checksum-missing`, since over BLE
+        /// that is either firmware leaving the checksum out or a value cut one byte short.
         public static func decode(_ bytes: [UInt8]) -> (Frame?, [ProtocolProblem]) {
             guard bytes.count >= 2 else {
                 return (nil, [.init("improv.frame-short", "\(bytes.count) byte\(bytes.count == 1 ? "" : "s"): a frame needs at least command and length")])
@@ -113,7 +114,10 @@ public enum Improv {
                 }
                 return (Frame(command: bytes[0], data: Array(bytes[2..<(declared + 2)])), [])
             case declared + 2:
-                return (Frame(command: bytes[0], data: Array(bytes[2...]), checksum: .absent), [])
+                return (Frame(command: bytes[0], data: Array(bytes[2...]), checksum: .absent),
+                        [.init("improv.checksum-missing", "no checksum byte after the \(declared) data bytes (firmware that leaves it out, or a value cut one byte short)")])
+            case ..<(declared + 2):
+                return (nil, [.init("improv.frame-cut", "\(bytes.count) bytes of a \(declared + 3)-byte frame (length byte \(declared)): the value was cut")])
             default:
                 return (nil, [.init("improv.bad-length", "length byte \(declared) in a \(bytes.count)-byte frame (expected \(declared + 3))")])
             }
@@ -237,7 +241,14 @@ extension Improv {
         }
 
         public static func decode(_ bytes: [UInt8]) -> (Command?, [ProtocolProblem]) {
-            let (frame, problems) = Frame.decode(bytes)
+            var (frame, problems) = Frame.decode(bytes)
+            if frame == nil, problems.map(\.id) == ["improv.bad-checksum"], let r = Improv.wifiSettingsRanges(in: bytes),
+               !r.password.isEmpty, bytes[r.password].allSatisfy({ $0 == CredentialLayout.filler }) {
+                // A capture that went through `gattlab redact`: the password is '*' and the
+                // checksum, over the original bytes, no longer matches. Read it, saying so.
+                frame = Frame(command: bytes[0], data: Array(bytes[2..<(bytes.count - 1)]))
+                problems = [.init("improv.checksum-after-redaction", "the checksum no longer matches: the password was overwritten with '*' (gattlab redact)")]
+            }
             guard let frame else { return (nil, problems) }
             var p = problems
             let (list, bad) = Improv.strings(frame.data)
@@ -299,6 +310,11 @@ extension Improv {
         public func encode() -> [UInt8]? {
             guard let data = Improv.data(strings) else { return nil }
             return Frame(command: UInt8(truncatingIfNeeded: command.raw), data: data, checksum: checksum).encode()
+        }
+
+        /// The frame's size on the wire (with its checksum byte when it had one).
+        public var frameLength: Int {
+            2 + strings.reduce(0) { $0 + 1 + $1.count } + (checksum == .valid ? 1 : 0)
         }
 
         /// WIFI_SETTINGS' result: the URL to continue at, when the device gives one.

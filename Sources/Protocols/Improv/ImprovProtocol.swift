@@ -74,39 +74,47 @@ public struct ImprovProtocol: DeviceProtocol {
     }
 
     /// Joins the writes of one command: a write shorter than its length byte says starts a
-    /// command that the next writes continue. A command is at most 258 bytes, so at most that is held.
+    /// command that the next writes continue. A command is at most 258 bytes, so at most that
+    /// is held. A command that lacks only its checksum byte is held until the next write tells:
+    /// one byte is its checksum; anything else starts another command, and the held one had none.
     private mutating func command(_ v: ProfileValue) -> [ProfileEvent] {
+        var out: [ProfileEvent] = []
         var value = v
         var writes = 1
         if var held = pending {
-            held.bytes += v.bytes
-            held.frame = v.frame
-            held.time = v.time
-            if let o = v.origin, var joined = held.origin { joined.append(o); held.origin = joined } else { held.origin = nil }
-            pendingWrites += 1
-            writes = pendingWrites
-            value = held
             pending = nil
+            if held.bytes.count == Self.needed(held.bytes) - 1, v.bytes.count != 1 {
+                out += decodeCommand(held, writes: pendingWrites, extra: [])
+            } else {
+                held.bytes += v.bytes
+                held.frame = v.frame
+                held.time = v.time
+                if let o = v.origin, var joined = held.origin { joined.append(o); held.origin = joined } else { held.origin = nil }
+                writes = pendingWrites + 1
+                value = held
+            }
         }
         let bytes = value.bytes
         if bytes.count >= 2 {
-            let needed = Int(bytes[1]) + 3
-            if bytes.count < needed - 1 {
-                // Not even the data is there yet: wait for the next write.
+            let needed = Self.needed(bytes)
+            if bytes.count < needed {
                 pending = value
                 pendingWrites = writes
-                return []
+                return out
             }
             if bytes.count > needed {
                 var whole = value
                 whole.bytes = Array(bytes[..<needed])
-                return decodeCommand(whole, writes: writes, extra: [
+                return out + decodeCommand(whole, writes: writes, extra: [
                     .init("improv.frame-trailing", "\(bytes.count - needed) byte(s) after the frame's checksum are ignored"),
                 ])
             }
         }
-        return decodeCommand(value, writes: writes, extra: [])
+        return out + decodeCommand(value, writes: writes, extra: [])
     }
+
+    /// A frame's size by its length byte (`bytes` has at least two).
+    private static func needed(_ bytes: [UInt8]) -> Int { bytes.count >= 2 ? Int(bytes[1]) + 3 : 3 }
 
     private func decodeCommand(_ v: ProfileValue, writes: Int, extra: [ProtocolProblem]) -> [ProfileEvent] {
         var (m, p) = Improv.Command.decode(v.bytes)
@@ -123,7 +131,9 @@ public struct ImprovProtocol: DeviceProtocol {
     public mutating func connectionEnded(_ connection: ConnectionKey, frame: Int, time: Int64, reason: String) -> [ProfileEvent] {
         guard var held = pending else { return [] }
         pending = nil
-        let declared = held.bytes.count >= 2 ? Int(held.bytes[1]) + 3 : 0
+        let declared = Self.needed(held.bytes)
+        // Only the checksum byte missing: a frame without one.
+        if held.bytes.count == declared - 1 { return decodeCommand(held, writes: pendingWrites, extra: []) }
         held.frame = frame
         held.time = time
         return [ProfileEvent(held, protocolName: Self.name, kind: "improv.command", message: nil, problems: [

@@ -89,7 +89,8 @@ final class ImprovCodecTests: XCTestCase {
         bytes[bytes.count - 1] ^= 0x01
         XCTAssertNil(Improv.Command.decode(bytes).0)
         XCTAssertEqual(Improv.Command.decode(bytes).1.map(\.id), ["improv.bad-checksum"])
-        XCTAssertEqual(Improv.Command.decode([0x02, 0x05, 0x00, 0x07]).1.map(\.id), ["improv.bad-length"])
+        XCTAssertEqual(Improv.Command.decode([0x02, 0x05, 0x00, 0x07]).1.map(\.id), ["improv.frame-cut"])
+        XCTAssertEqual(Improv.Command.decode([0x02, 0x00, 0x02, 0x00, 0x00]).1.map(\.id), ["improv.bad-length"])
         XCTAssertEqual(Improv.Command.decode([0x02]).1.map(\.id), ["improv.frame-short"])
         XCTAssertEqual(Improv.Command.decode([]).1.map(\.id), ["improv.frame-short"])
         // A string whose length runs past the data.
@@ -102,10 +103,20 @@ final class ImprovCodecTests: XCTestCase {
         XCTAssertEqual(unknown.1.map(\.id), ["improv.unknown-command"])
     }
 
+    /// `gattlab redact` overwrites the password with '*' and leaves the checksum: still read.
+    func testARedactedWiFiSettingsStillDecodes() throws {
+        let bytes = Self.hex("011e0c4d79576972656c6573734150106d7973656375726570617373776f7264c0")
+        let layout = try XCTUnwrap(ImprovProtocol.credentials(in: bytes, characteristic: Improv.rpcCommand, endpoint: nil))
+        let (c, p) = Improv.Command.decode(layout.redacting(bytes))
+        XCTAssertEqual(p.map(\.id), ["improv.checksum-after-redaction"])
+        XCTAssertEqual(c?.password?.unsafeBytes, [UInt8](repeating: 0x2A, count: 16))
+        XCTAssertEqual(c?.ssid, Array("MyWirelessAP".utf8))
+    }
+
     /// sdk-cpp parses frames without their checksum byte (`check_checksum=false`): accepted, named.
     func testFrameWithoutChecksumIsAcceptedAndNamed() {
         let (c, p) = Improv.Command.decode([0x03, 0x00])
-        XCTAssertEqual(p, [])
+        XCTAssertEqual(p.map(\.id), ["improv.checksum-missing"])
         XCTAssertEqual(c?.checksum, .absent)
         XCTAssertEqual(c?.encode(), [0x03, 0x00])
     }

@@ -72,6 +72,26 @@ final class ImprovProtocolTests: XCTestCase {
         XCTAssertNil(ended.first?.message)
     }
 
+    /// A command without its checksum byte is held until the next write tells: one byte is the
+    /// checksum of a command cut just before it; another command means it had none.
+    func testACommandOneByteShortWaitsForTheNextWrite() throws {
+        var p = ImprovProtocol()
+        XCTAssertTrue(p.decode(T.value(Improv.rpcCommand, Array(settings.dropLast()), frame: 1)).isEmpty)
+        let joined = try XCTUnwrap(p.decode(T.value(Improv.rpcCommand, [settings.last ?? 0], frame: 2)).first)
+        XCTAssertEqual((joined.message as? Improv.Command)?.checksum, .valid)
+        XCTAssertEqual((joined.message as? Improv.Command)?.writes, 2)
+
+        XCTAssertTrue(p.decode(T.value(Improv.rpcCommand, [0x03, 0x00], frame: 3)).isEmpty)
+        let two = p.decode(T.value(Improv.rpcCommand, [0x02, 0x00, 0x02], frame: 4))
+        XCTAssertEqual(two.map { ($0.message as? Improv.Command)?.command.raw }, [3, 2])
+        XCTAssertEqual((two.first?.message as? Improv.Command)?.checksum, .absent)
+        XCTAssertEqual(two.first?.problems.map(\.id), ["improv.checksum-missing"])
+
+        XCTAssertTrue(p.decode(T.value(Improv.rpcCommand, [0x04, 0x00], frame: 5)).isEmpty)
+        let ended = p.connectionEnded(T.connection, frame: 6, time: 6000, reason: "the link ended")
+        XCTAssertEqual((ended.first?.message as? Improv.Command)?.command.raw, 4)
+    }
+
     func testBadFramesBecomeProblems() {
         var p = ImprovProtocol()
         var bad = settings
@@ -81,7 +101,7 @@ final class ImprovProtocolTests: XCTestCase {
         XCTAssertEqual(e.first?.problems.map(\.id), ["improv.bad-checksum"])
         XCTAssertEqual(p.decode(T.value(Improv.rpcCommand, [0x09, 0x00, 0x09])).first?.problems.map(\.id), ["improv.unknown-command"])
         XCTAssertEqual(p.decode(T.value(Improv.rpcCommand, [0x02, 0x00, 0x02, 0xAA])).first?.problems.map(\.id), ["improv.frame-trailing"])
-        XCTAssertEqual(p.decode(T.value(Improv.rpcResult, [0x01, 0x05, 0x00], .notify)).first?.problems.map(\.id), ["improv.bad-length"])
+        XCTAssertEqual(p.decode(T.value(Improv.rpcResult, [0x01, 0x05, 0x00], .notify)).first?.problems.map(\.id), ["improv.frame-cut"])
     }
 
     /// Whatever describes a decoded command, the password is `<redacted:N bytes>`.
