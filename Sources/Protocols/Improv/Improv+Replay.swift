@@ -49,6 +49,11 @@ extension ImprovProtocol: ReplayingProtocol {
 
     public static func rebuildCredentials(_ recorded: [UInt8], format: String, redacted: Bool,
                                           settings: CredentialSettings) throws(CredentialRebuildError) -> [UInt8]? {
+        if format == "improv-wifi-settings-piece" {
+            // One write of a command cut across several: rebuilding it needs the whole command.
+            guard redacted || settings.ssid != nil || settings.password != nil else { return recorded }
+            throw .undecodable("a piece of an Improv WIFI_SETTINGS cut across writes (a new password changes every piece and the checksum)")
+        }
         guard format == "improv-wifi-settings" else { return nil }
         if redacted, settings.password == nil { throw .needs("password") }
         guard settings.ssid != nil || settings.password != nil else { return recorded }
@@ -69,8 +74,9 @@ extension ImprovProtocol: ReplayingProtocol {
             switch (step.characteristic, step.step.action) {
             case (Improv.rpcResult, .notification):
                 guard let answer = step.answer, let r = Improv.Result.decode(answer).0, r.command.raw == 0x04 else { return false }
-                for n in r.networks {
-                    world.add(ssid: n.ssid, bssid: nil, channel: nil, band: nil, auth: nil, rssi: n.rssi.map { Int32(clamping: $0) })
+                for i in stride(from: 0, to: r.strings.count - r.strings.count % 3, by: 3) {
+                    let rssi = Int32(String(decoding: r.strings[i + 1], as: UTF8.self))
+                    world.add(ssid: r.strings[i], bssid: nil, channel: nil, band: nil, auth: Improv.authRaw(r.strings[i + 2]), rssi: rssi)
                 }
                 return true
             case (Improv.currentState, .notification):

@@ -52,6 +52,18 @@ public enum Improv {
     public static func error(_ raw: Int) -> ProtoEnumValue { ProtoEnumValue(raw: raw, name: errorNames[raw]) }
     public static func command(_ raw: Int) -> ProtoEnumValue { ProtoEnumValue(raw: raw, name: commandNames[raw]) }
 
+    /// Auth type names of GET_WIFI_NETWORKS results (the spec's strings), by the WPA auth mode
+    /// numbers nRF7 and ESP-IDF share (0 OPEN ... 6 WPA3_PSK).
+    static let authNames: [(raw: Int, name: String)] = [
+        (0, "NO"), (1, "WEP"), (2, "WPA"), (3, "WPA2"), (4, "WPA/WPA2"), (5, "WPA2 EAP"), (6, "WPA3"),
+    ]
+
+    public static func authName(_ raw: Int) -> String { authNames.first { $0.raw == raw }?.name ?? "WPA2" }
+    public static func authRaw(_ name: [UInt8]) -> Int? {
+        let text = String(decoding: name, as: UTF8.self)
+        return authNames.first { $0.name == text }?.raw
+    }
+
     /// The names of the capability bits set (`IDENTIFY`, `bit6` for a bit the spec does not name).
     public static func capabilityList(_ raw: UInt8) -> [String] {
         (0..<8).compactMap { bit in

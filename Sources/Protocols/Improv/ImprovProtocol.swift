@@ -38,11 +38,26 @@ public struct ImprovProtocol: DeviceProtocol {
 
     public init() {}
 
-    /// A WIFI_SETTINGS frame's password (and SSID).
+    /// A WIFI_SETTINGS frame's password (and SSID). A command cut across writes is seen here
+    /// one write at a time, without the writes around it: the first piece of a WIFI_SETTINGS
+    /// gives the part of the password it holds, and a write that is no frame and no first piece
+    /// (a continuation) is taken as secret whole (`improv-wifi-settings-piece`).
     public static func credentials(in bytes: [UInt8], characteristic: BluetoothUUID, endpoint: String?) -> CredentialLayout? {
-        guard characteristic == Improv.rpcCommand, let r = Improv.wifiSettingsRanges(in: bytes) else { return nil }
-        return CredentialLayout(format: "improv-wifi-settings", fields: ["ssid", "password"], secret: [r.password],
-                                ssid: Array(bytes[r.ssid]))
+        guard characteristic == Improv.rpcCommand, let first = bytes.first else { return nil }
+        if let r = Improv.wifiSettingsRanges(in: bytes) {
+            return CredentialLayout(format: "improv-wifi-settings", fields: ["ssid", "password"], secret: [r.password],
+                                    ssid: Array(bytes[r.ssid]))
+        }
+        if bytes.count >= 2, (1...6).contains(first), bytes.count < Int(bytes[1]) + 2 {
+            // The first piece of a command: for WIFI_SETTINGS, the password bytes it holds.
+            guard first == 0x01, bytes.count >= 3 else { return nil }
+            let passwordStart = 3 + Int(bytes[2]) + 1
+            let ssid = 3 + Int(bytes[2]) <= bytes.count ? Array(bytes[3..<(3 + Int(bytes[2]))]) : nil
+            let secret = passwordStart < bytes.count ? [passwordStart..<bytes.count] : []
+            return CredentialLayout(format: "improv-wifi-settings-piece", fields: ["password"], secret: secret, ssid: ssid)
+        }
+        if Improv.Frame.decode(bytes).0 != nil || (1...6).contains(first) { return nil }
+        return CredentialLayout(format: "improv-wifi-settings-piece", fields: ["password"], secret: [0..<bytes.count])
     }
 
     public mutating func decode(_ v: ProfileValue) -> [ProfileEvent] {

@@ -92,6 +92,20 @@ final class ImprovProtocolTests: XCTestCase {
         XCTAssertEqual((ended.first?.message as? Improv.Command)?.command.raw, 4)
     }
 
+    /// Seen one write at a time, the pieces of a split WIFI_SETTINGS still say where the
+    /// password lies: its part in the first piece, the whole of a continuation.
+    func testCredentialsInThePiecesOfASplitCommand() throws {
+        let first = Array(settings[..<20]), rest = Array(settings[20...])
+        let a = try XCTUnwrap(ImprovProtocol.credentials(in: first, characteristic: Improv.rpcCommand, endpoint: nil))
+        XCTAssertEqual(a.format, "improv-wifi-settings-piece")
+        XCTAssertEqual(a.secret, [16..<20])
+        XCTAssertEqual(a.ssid, Array("MyWirelessAP".utf8))
+        let b = try XCTUnwrap(ImprovProtocol.credentials(in: rest, characteristic: Improv.rpcCommand, endpoint: nil))
+        XCTAssertEqual(b.secret, [0..<rest.count])
+        XCTAssertNil(ImprovProtocol.credentials(in: T.hex("020002"), characteristic: Improv.rpcCommand, endpoint: nil))
+        XCTAssertNil(ImprovProtocol.credentials(in: [0x05, 0x04, 0x03], characteristic: Improv.rpcCommand, endpoint: nil))
+    }
+
     func testBadFramesBecomeProblems() {
         var p = ImprovProtocol()
         var bad = settings
