@@ -100,7 +100,10 @@ extension ImprovProtocol: EmulatedProtocol {
                 break
             }
             guard let v = try await central.nextNotification(Improv.currentState, within: 10_000_000) else {
-                if let e = try await central.nextNotification(Improv.errorState, within: 1), let x = e.first, x != 0 {
+                // However the wait ended (at once in process, at the timeout over a socket), a lost link is told first.
+                if !(await central.isConnected()) {
+                    log.add("the device dropped the link")
+                } else if let e = try await central.nextNotification(Improv.errorState, within: 1), let x = e.first, x != 0 {
                     log.add("error \(Improv.error(Int(x)))")
                 } else {
                     log.add("no state change within 10 s")
