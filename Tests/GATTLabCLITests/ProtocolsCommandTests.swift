@@ -3,12 +3,13 @@ import XCTest
 
 /// `gattlab protocols`: every registered protocol, in registration order, with its UUIDs.
 final class ProtocolsCommandTests: XCTestCase {
-    /// The four protocols' names, short names and a characteristic UUID each.
+    /// The five protocols' names, short names and a characteristic UUID each.
     let expected = [
         ("speaker-ota", "speaker", "00000005-1234-5678-9abc-def012345678"),
         ("sensor-scan", "sensor", "12345678-9abc-def0-1234-000000000008"),
         ("nrf7", "nrf7", "14387802-130c-49e7-b877-2881c89cb258"),
         ("esp-prov", "esp", "021aff52-0382-4aea-bff4-6b3f1c5adfb4"),
+        ("improv", "improv", "00467768-6228-2272-4663-277478268003"),
     ]
 
     func testTextListsEveryProtocolInRegistrationOrder() throws {
@@ -30,6 +31,8 @@ final class ProtocolsCommandTests: XCTestCase {
         let sensor = r.stdout.components(separatedBy: "sensor-scan (sensor)\n")[1].components(separatedBy: "\n\n")[0]
         XCTAssertFalse(sensor.contains("supports audit"), "the sensor has no audit rules: \(sensor)")
         XCTAssertTrue(sensor.contains("  supports emulate: emu:sensor"), sensor)
+        XCTAssertTrue(r.stdout.contains("  characteristic 00467768-6228-2272-4663-277478268003 (secret)\n"), r.stdout)
+        XCTAssertTrue(r.stdout.contains("  supports audit: improv.password-plaintext\n"), r.stdout)
     }
 
     func testJSONListsEveryProtocolWithItsUUIDs() throws {
