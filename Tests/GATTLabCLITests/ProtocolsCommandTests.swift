@@ -31,8 +31,6 @@ final class ProtocolsCommandTests: XCTestCase {
         let sensor = r.stdout.components(separatedBy: "sensor-scan (sensor)\n")[1].components(separatedBy: "\n\n")[0]
         XCTAssertFalse(sensor.contains("supports audit"), "the sensor has no audit rules: \(sensor)")
         XCTAssertTrue(sensor.contains("  supports emulate: emu:sensor"), sensor)
-        XCTAssertTrue(r.stdout.contains("  characteristic 00467768-6228-2272-4663-277478268003 (secret)\n"), r.stdout)
-        XCTAssertTrue(r.stdout.contains("  supports audit: improv.password-plaintext\n"), r.stdout)
     }
 
     func testJSONListsEveryProtocolWithItsUUIDs() throws {
@@ -53,5 +51,18 @@ final class ProtocolsCommandTests: XCTestCase {
         XCTAssertEqual(nrf7.first { $0["uuid"] as? String == expected[2].2 }?["name"] as? String, "nRF7 Control Point")
         let services = try XCTUnwrap(list[0]["advertisedServices"] as? [[String: Any]])
         XCTAssertEqual(services.first?["uuid"] as? String, "00000001-1234-5678-9abc-def012345678")
+    }
+
+    /// Improv, the protocol added as a folder and one registration line.
+    func testImprovIsListedWithItsSecretCharacteristicAndAudit() throws {
+        let r = try Harness.gattlab(["protocols"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        let after = r.stdout.components(separatedBy: "improv (improv)\n")
+        XCTAssertEqual(after.count, 2, r.stdout)
+        let improv = after.last?.components(separatedBy: "\n\n").first ?? ""
+        XCTAssertTrue(improv.contains("  advertises 00467768-6228-2272-4663-277478268000, 0x4677\n"), improv)
+        XCTAssertTrue(improv.contains("  characteristic 00467768-6228-2272-4663-277478268003 (secret)\n"), improv)
+        XCTAssertTrue(improv.contains("  supports audit: improv.password-plaintext\n"), improv)
+        XCTAssertTrue(improv.contains("  supports emulate: emu:improv, 6 scenarios"), improv)
     }
 }
