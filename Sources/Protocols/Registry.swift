@@ -11,6 +11,7 @@ public enum GATTLabProtocols {
         SensorScanProtocol.self,
         NRF7Protocol.self,
         ESPProvisioningProtocol.self,
+        ImprovProtocol.self,
     ])
 
     /// The set, with its UUIDs' names registered for every output (`KnownUUIDs`): the first use

@@ -68,6 +68,11 @@ final class AuditTests: XCTestCase {
         t["esp-sec1-wrong-pop"] = ([], [])
         t["esp-sec1-no-pop"] = (["capture.holds-secrets", "esp.security1-no-pop"], ["wifi-password"])
         t["speaker-ota-demo"] = (speaker.union(["ota.url-plain-http"]), ["wifi-password"])
+        // Improv has no encryption: every session sends the password in plaintext.
+        for s in ["improv-provision", "improv-authorize", "improv-wrong-password", "improv-not-authorized", "improv-split-rpc",
+                  "improv-reset-provisioning"] {
+            t[s] = (["capture.holds-secrets", "credentials.unencrypted-link", "improv.password-plaintext"], ["wifi-password"])
+        }
         return t
     }()
 

@@ -40,6 +40,12 @@ final class CapturesTests: XCTestCase {
             } else if name.hasPrefix("esp") {
                 XCTAssertTrue(kinds.contains("esp.version") && kinds.contains("esp.session"), "\(name): \(Set(kinds))")
                 if name.hasPrefix("esp-sec0") { XCTAssertTrue(kinds.contains("esp.config"), name) }
+            } else if name.hasPrefix("improv") {
+                XCTAssertTrue(kinds.contains("improv.state") && kinds.contains("improv.command") && kinds.contains("improv.capabilities"),
+                              "\(name): \(Set(kinds))")
+                let settings = Harness.jsonLines(r.stdout, type: "protocol").filter { $0["kind"] as? String == "improv.command" && $0["commandName"] as? String == "WIFI_SETTINGS" }
+                XCTAssertEqual(settings.count, 1, name)
+                XCTAssertTrue(settings.allSatisfy { ($0["password"] as? String)?.hasPrefix("<redacted:") == true }, "\(name): password redacted")
             } else {
                 XCTAssertEqual(name, "speaker-ota-demo.btsnoop", "a capture no test knows")
             }

@@ -85,7 +85,7 @@ final class EmulateServeTests: XCTestCase {
 
         let unknown = try Harness.gattlab(["emulate", "toaster", "--listen", "unix:\(dir.path)/t.sock"], timeout: 30)
         XCTAssertEqual(unknown.status, 64)
-        XCTAssertTrue(unknown.stderr.contains("no device 'toaster'; known: speaker, speaker-hangs-downloading, sensor, nrf7, esp, speaker-ota"), unknown.stderr)
+        XCTAssertTrue(unknown.stderr.contains("no device 'toaster'; known: speaker, speaker-hangs-downloading, sensor, nrf7, esp, improv, speaker-ota"), unknown.stderr)
 
         let tcp = try Harness.gattlab(["emulate", "speaker", "--listen", "tcp:1234"], timeout: 30)
         XCTAssertEqual(tcp.status, 64)
@@ -95,7 +95,7 @@ final class EmulateServeTests: XCTestCase {
     func testListNamesDevicesAndScenarios() throws {
         let r = try Harness.gattlab(["emulate", "list"])
         XCTAssertEqual(r.status, 0, r.stderr)
-        for name in ["speaker", "sensor", "nrf7", "esp", "speaker-ota", "sensor-scan-delayed"] {
+        for name in ["speaker", "sensor", "nrf7", "esp", "improv", "speaker-ota", "sensor-scan-delayed", "improv-split-rpc"] {
             XCTAssertTrue(r.stdout.contains("\n  \(name) "), "\(name) listed:\n\(r.stdout)")
         }
     }

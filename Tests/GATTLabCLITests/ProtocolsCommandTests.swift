@@ -3,12 +3,13 @@ import XCTest
 
 /// `gattlab protocols`: every registered protocol, in registration order, with its UUIDs.
 final class ProtocolsCommandTests: XCTestCase {
-    /// The four protocols' names, short names and a characteristic UUID each.
+    /// The five protocols' names, short names and a characteristic UUID each.
     let expected = [
         ("speaker-ota", "speaker", "00000005-1234-5678-9abc-def012345678"),
         ("sensor-scan", "sensor", "12345678-9abc-def0-1234-000000000008"),
         ("nrf7", "nrf7", "14387802-130c-49e7-b877-2881c89cb258"),
         ("esp-prov", "esp", "021aff52-0382-4aea-bff4-6b3f1c5adfb4"),
+        ("improv", "improv", "00467768-6228-2272-4663-277478268003"),
     ]
 
     func testTextListsEveryProtocolInRegistrationOrder() throws {
@@ -52,5 +53,18 @@ final class ProtocolsCommandTests: XCTestCase {
         XCTAssertEqual(nrf7.first { $0["uuid"] as? String == expected[2].2 }?["name"] as? String, "nRF7 Control Point")
         let services = try XCTUnwrap(list[0]["advertisedServices"] as? [[String: Any]])
         XCTAssertEqual(services.first?["uuid"] as? String, "00000001-1234-5678-9abc-def012345678")
+    }
+
+    /// Improv, the protocol added as a folder and one registration line.
+    func testImprovIsListedWithItsSecretCharacteristicAndAudit() throws {
+        let r = try Harness.gattlab(["protocols"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        let after = r.stdout.components(separatedBy: "improv (improv)\n")
+        XCTAssertEqual(after.count, 2, r.stdout)
+        let improv = after.last?.components(separatedBy: "\n\n").first ?? ""
+        XCTAssertTrue(improv.contains("  advertises 00467768-6228-2272-4663-277478268000, 0x4677\n"), improv)
+        XCTAssertTrue(improv.contains("  characteristic 00467768-6228-2272-4663-277478268003 (secret)\n"), improv)
+        XCTAssertTrue(improv.contains("  supports audit: improv.password-plaintext\n"), improv)
+        XCTAssertTrue(improv.contains("  supports emulate: emu:improv, 6 scenarios"), improv)
     }
 }

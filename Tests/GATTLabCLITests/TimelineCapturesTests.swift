@@ -33,6 +33,13 @@ final class TimelineCapturesTests: XCTestCase {
         "speaker-secure-ota": [], "speaker-legacy-pairing": [], "speaker-sc-justworks": [], "speaker-credentials-readback": [],
         "speaker-url-secrets": ["ota.url-plain-http"], "esp-sec1-no-pop": ["protocol.esp.no-pop"],
         "nrf7-open-control-point": ["nrf7.response-missing@23"],
+        // Improv at MTU 23: results cut at 20 bytes, WIFI_SETTINGS in several writes.
+        "improv-provision": ["improv.result-truncated@23", "improv.rpc-split@23"],
+        "improv-authorize": ["improv.result-truncated@23", "improv.rpc-split@23"],
+        "improv-wrong-password": ["improv.unable-to-connect", "improv.result-truncated@23", "improv.rpc-split@23"],
+        "improv-not-authorized": ["improv.not-authorized", "improv.result-truncated@23", "improv.rpc-split@23"],
+        "improv-split-rpc": ["improv.rpc-split", "improv.result-truncated@23"],
+        "improv-reset-provisioning": ["improv.provisioning-unfinished", "improv.result-truncated@23", "improv.rpc-split@23"],
     ]
 
     func captures() -> [String] {

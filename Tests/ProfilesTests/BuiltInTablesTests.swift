@@ -10,7 +10,7 @@ final class BuiltInTablesTests: XCTestCase {
     let protocols = GATTLabProtocols.all
 
     func testBuiltInProfilesParse() throws {
-        XCTAssertEqual(protocols.builtInNames, ["speaker", "sensor", "nrf7", "esp"])
+        XCTAssertEqual(protocols.builtInNames, ["speaker", "sensor", "nrf7", "esp", "improv"])
         for name in protocols.builtInNames {
             let profile = try XCTUnwrap(protocols.builtInTable(named: name), name)
             XCTAssertNotNil(profile.name, name)

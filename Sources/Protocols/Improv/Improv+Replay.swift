@@ -1,0 +1,98 @@
+import ATT
+import Capture
+import Emulator
+import Profiles
+import Replay
+
+/// Improv in replay: values by meaning, Current State notifications folded into the states
+/// reached, WIFI_SETTINGS rebuilt (with a new checksum) for `--set ssid=... password=...`, and
+/// the networks and join a recording shows.
+extension ImprovProtocol: ReplayingProtocol {
+    public static func describe(_ bytes: [UInt8], characteristic: BluetoothUUID, written: Bool) -> String? {
+        switch characteristic {
+        case Improv.currentState: Improv.CurrentState.decode(bytes).0.map { "state \($0.state)" }
+        case Improv.errorState: Improv.ErrorState.decode(bytes).0.map { "error \($0.error)" }
+        case Improv.capabilities: Improv.Capabilities.decode(bytes).0.map { "capabilities \($0.names.joined(separator: ","))" }
+        case Improv.rpcCommand:
+            // Never the password: only the command and SSID.
+            Improv.Command.decode(bytes).0.map { c in "command \(c.command)" + (c.ssid.map { " \"\(ProtocolText.display($0))\"" } ?? "") }
+        case Improv.rpcResult:
+            Improv.Result.decode(bytes).0.map { r in
+                r.command.raw == 0x04 ? (r.endsScan ? "networks end" : "network \(r.networks.map(\.ssidText).joined(separator: ","))")
+                    : "result \(r.command)"
+            }
+        default: nil
+        }
+    }
+
+    /// A result's command is the protocol; device info strings and the redirect URL differ
+    /// between devices of one model.
+    public static func sameMeaning(recorded: [UInt8], observed: [UInt8], characteristic: BluetoothUUID, progress: Bool) -> Bool {
+        guard progress, characteristic == Improv.rpcResult,
+              let r = Improv.Result.decode(recorded).0, let o = Improv.Result.decode(observed).0 else { return false }
+        return r.command == o.command && r.command.raw != 0x04
+    }
+
+    public static func progressReader(for characteristic: BluetoothUUID) -> (any ProgressReading)? {
+        characteristic == Improv.currentState ? StateProgress() : nil
+    }
+
+    /// Current State notifications fold into the states reached; PROVISIONED ends the run.
+    struct StateProgress: ProgressReading {
+        var style: ProgressStyle { .phases }
+
+        mutating func read(_ value: [UInt8]) -> ProgressStep {
+            guard let s = Improv.CurrentState.decode(value).0 else { return ProgressStep(phase: "undecodable state \(Replay.Hex.string(value))") }
+            return ProgressStep(phase: "state \(s.state)", terminal: s.state.raw == 4)
+        }
+    }
+
+    public static func rebuildCredentials(_ recorded: [UInt8], format: String, redacted: Bool,
+                                          settings: CredentialSettings) throws(CredentialRebuildError) -> [UInt8]? {
+        if format == "improv-wifi-settings-piece" {
+            // One write of a command cut across several: rebuilding it needs the whole command.
+            guard redacted || settings.ssid != nil || settings.password != nil else { return recorded }
+            throw .undecodable("a piece of an Improv WIFI_SETTINGS cut across writes (a new password changes every piece and the checksum)")
+        }
+        guard format == "improv-wifi-settings" else { return nil }
+        if redacted, settings.password == nil { throw .needs("password") }
+        guard settings.ssid != nil || settings.password != nil else { return recorded }
+        guard var c = Improv.Command.decode(recorded).0, c.command.raw == 0x01 else { throw .undecodable("the recorded Improv WIFI_SETTINGS") }
+        if let ssid = settings.ssid { c.ssid = ssid; c.strings = [ssid] }
+        if let password = settings.password { c.password = Secret(password, label: "Wi-Fi password") }
+        c.checksum = .valid
+        guard let bytes = c.encode() else { throw .undecodable("WIFI_SETTINGS with an SSID and password over 255 bytes together") }
+        return bytes
+    }
+
+    public static func worldReader() -> (any RecordedWorldReading)? { ProvisioningWorld() }
+
+    /// The networks GET_WIFI_NETWORKS listed, the SSID and password of WIFI_SETTINGS, and the
+    /// join's end (PROVISIONED, or UNABLE_TO_CONNECT: Improv gives no reason, so a wrong password).
+    struct ProvisioningWorld: RecordedWorldReading {
+        mutating func read(_ step: RecordedWorldStep, into world: inout RecordedWorld) -> Bool {
+            switch (step.characteristic, step.step.action) {
+            case (Improv.rpcResult, .notification):
+                guard let answer = step.answer, let r = Improv.Result.decode(answer).0, r.command.raw == 0x04 else { return false }
+                for i in stride(from: 0, to: r.strings.count - r.strings.count % 3, by: 3) {
+                    let rssi = Int32(String(decoding: r.strings[i + 1], as: UTF8.self))
+                    world.add(ssid: r.strings[i], bssid: nil, channel: nil, band: nil, auth: Improv.authRaw(r.strings[i + 2]), rssi: rssi)
+                }
+                return true
+            case (Improv.currentState, .notification):
+                if let answer = step.answer, Improv.CurrentState.decode(answer).0?.state.raw == 4 { world.join = .joined }
+                return false
+            case (Improv.errorState, .notification):
+                if let answer = step.answer, Improv.ErrorState.decode(answer).0?.error.raw == 3 { world.join = .wrongPassword }
+                return false
+            case (Improv.rpcCommand, .write):
+                guard let sent = step.sent, let c = Improv.Command.decode(sent).0, c.command.raw == 0x01 else { return false }
+                world.ssid = c.ssid ?? world.ssid
+                world.password = c.password?.unsafeBytes ?? world.password
+                return false
+            default:
+                return false
+            }
+        }
+    }
+}

@@ -1,0 +1,75 @@
+import Foundation
+import XCTest
+
+/// Improv Wi-Fi sessions made by Bumble (Tests/Bumble/make_capture.py --capture improv-*): a
+/// peripheral written from the Improv BLE spec, not from GATTLab's emulator, and a phone-like
+/// central that sends WIFI_SETTINGS in 20-byte writes. decode, timeline, audit and redact read
+/// them: the phases, the split command joined, the password redacted and reported as plaintext.
+/// Without the venv they skip as BumbleCaptureTests do.
+final class ImprovBumbleTests: XCTestCase {
+    static let password = "bumble-secret-pass"
+
+    func make(_ capture: String) throws -> String {
+        let python = try BumbleCaptures.python()
+        let path = try Harness.temporaryDirectory().appendingPathComponent("\(capture).btsnoop").path
+        let made = try Harness.run(python, [Harness.root.appendingPathComponent("Tests/Bumble/make_capture.py").path,
+                                            "--capture", capture, "--out", path], timeout: 120)
+        XCTAssertEqual(made.status, 0, made.stderr)
+        return path
+    }
+
+    func timeline(_ path: String) throws -> [String: Any] {
+        let r = try Harness.gattlab(["timeline", "--format", "json", path])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        return try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
+    }
+
+    func phases(_ t: [String: Any]) -> [String: String] {
+        Dictionary((t["phases"] as? [[String: Any]] ?? []).compactMap { p in
+            (p["name"] as? String).map { ($0, p["outcome"] as? String ?? "") }
+        }, uniquingKeysWith: { a, _ in a })
+    }
+
+    func testProvisioningDecodesWithItsPhasesAndThePasswordRedacted() throws {
+        let path = try make("improv-provisioning")
+        let d = try Harness.gattlab(["decode", "--format", "json", path])
+        XCTAssertEqual(d.status, 0, d.stderr)
+        let commands = Harness.jsonLines(d.stdout, type: "protocol").filter { $0["kind"] as? String == "improv.command" }
+        let settings = try XCTUnwrap(commands.first { $0["commandName"] as? String == "WIFI_SETTINGS" }, d.stdout)
+        XCTAssertEqual(settings["ssid"] as? String, "bumble-test-ssid")
+        XCTAssertEqual(settings["password"] as? String, "<redacted:18 bytes>")
+        XCTAssertEqual(settings["writes"] as? Int, 2)
+        XCTAssertEqual(settings["checksum"] as? String, "valid")
+        let text = try Harness.gattlab(["decode", path]).stdout
+        XCTAssertFalse(d.stdout.contains(Self.password) || text.contains(Self.password), "decode shows the password")
+
+        let t = try timeline(path)
+        let device = try XCTUnwrap((t["devices"] as? [[String: Any]])?.first)
+        XCTAssertEqual(device["outcome"] as? String, "succeeded", "\(device)")
+        XCTAssertTrue((device["summary"] as? String ?? "").contains("http://bumble-improv.local/setup"), "\(device)")
+        XCTAssertEqual(phases(t)["authorization"], "ok")
+        XCTAssertEqual(phases(t)["provisioning"], "ok")
+        XCTAssertEqual(Set((t["findings"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String }), ["improv.rpc-split"])
+
+        let a = try Harness.gattlab(["audit", "--format", "json", path])
+        XCTAssertTrue(a.stdout.contains("\"improv.password-plaintext\""), a.stdout)
+        XCTAssertFalse(a.stdout.contains(Self.password))
+
+        let out = try Harness.temporaryDirectory().appendingPathComponent("redacted.btsnoop").path
+        let r = try Harness.gattlab(["redact", path, "-o", out, "--force"])
+        XCTAssertEqual(r.status, 0, r.stdout + r.stderr)
+        XCTAssertTrue(try Data(contentsOf: URL(fileURLWithPath: path)).range(of: Data(Self.password.utf8)) != nil, "the capture holds it")
+        XCTAssertNil(try Data(contentsOf: URL(fileURLWithPath: out)).range(of: Data(Self.password.utf8)), "redact leaves the password")
+        let revealed = try Harness.gattlab(["decode", "--reveal-secrets", out]).stdout
+        XCTAssertTrue(revealed.contains("password \"******************\""), revealed)
+    }
+
+    func testAWrongPasswordIsUnableToConnect() throws {
+        let t = try timeline(try make("improv-unable-to-connect"))
+        let device = try XCTUnwrap((t["devices"] as? [[String: Any]])?.first)
+        XCTAssertEqual(device["outcome"] as? String, "failed", "\(device)")
+        XCTAssertEqual(phases(t)["provisioning"], "failed")
+        let ids = Set((t["findings"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String })
+        XCTAssertTrue(ids.contains("improv.unable-to-connect"), "\(ids)")
+    }
+}
