@@ -7,7 +7,10 @@ cd "$(dirname "$0")/.."
 swift build --product gattlab
 python3 Scripts/make-demo-capture.py Captures/speaker-ota-demo.btsnoop
 mkdir -p Captures/emulated
-for scenario in $(.build/debug/gattlab emulate list | awk '{print $1}'); do
+# The scenarios are the indented names under the "Scenarios" heading (devices and quirks are
+# listed above it, audit scenarios below it under their own heading).
+scenarios=$(.build/debug/gattlab emulate list | awk '/^Scenarios/ { on = 1; next } /^[^ ]/ { on = 0 } on && NF { print $1 }')
+for scenario in $scenarios; do
   for mtu in 23 247; do
     .build/debug/gattlab emulate scenario "$scenario" --mtu "$mtu" --seed 1 --record "Captures/emulated/$scenario-mtu$mtu.btsnoop" --force
   done
