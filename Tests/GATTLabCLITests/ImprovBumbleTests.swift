@@ -62,6 +62,11 @@ final class ImprovBumbleTests: XCTestCase {
         XCTAssertNil(try Data(contentsOf: URL(fileURLWithPath: out)).range(of: Data(Self.password.utf8)), "redact leaves the password")
         let revealed = try Harness.gattlab(["decode", "--reveal-secrets", out]).stdout
         XCTAssertTrue(revealed.contains("password \"******************\""), revealed)
+        // The frame's checksum was rewritten with the password (it lies in the last of the
+        // writes): the redacted command is as valid as the phone's.
+        XCTAssertFalse(revealed.contains("checksum"), revealed)
+        let after = try timeline(out)
+        XCTAssertEqual(Set((after["findings"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String }), ["improv.rpc-split"])
     }
 
     func testAWrongPasswordIsUnableToConnect() throws {

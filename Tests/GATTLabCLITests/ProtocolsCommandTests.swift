@@ -62,9 +62,11 @@ final class ProtocolsCommandTests: XCTestCase {
         let after = r.stdout.components(separatedBy: "improv (improv)\n")
         XCTAssertEqual(after.count, 2, r.stdout)
         let improv = after.last?.components(separatedBy: "\n\n").first ?? ""
-        XCTAssertTrue(improv.contains("  advertises 00467768-6228-2272-4663-277478268000, 0x4677\n"), improv)
-        XCTAssertTrue(improv.contains("  characteristic 00467768-6228-2272-4663-277478268003 (secret)\n"), improv)
+        // Its names are its own (uuidNames), registered with the list.
+        XCTAssertTrue(improv.contains("  advertises 00467768-6228-2272-4663-277478268000 Improv Wi-Fi service, 0x4677\n"), improv)
+        XCTAssertTrue(improv.contains("  characteristic 00467768-6228-2272-4663-277478268003 Improv RPC Command (secret)\n"), improv)
         XCTAssertTrue(improv.contains("  supports audit: improv.password-plaintext\n"), improv)
         XCTAssertTrue(improv.contains("  supports emulate: emu:improv, 6 scenarios"), improv)
+        XCTAssertTrue(improv.contains("  supports fuzz: improv\n"), improv)
     }
 }

@@ -11,6 +11,15 @@ public struct ImprovProtocol: DeviceProtocol {
     public static let name = "improv"
     public static let shortName = "improv"
     public static let advertisedServices: Set<BluetoothUUID> = [Improv.service, Improv.serviceDataUUID]
+    /// The names the specification gives them, as every output shows them.
+    public static let uuidNames: [BluetoothUUID: String] = [
+        Improv.service: "Improv Wi-Fi service",
+        Improv.currentState: "Improv Current State",
+        Improv.errorState: "Improv Error State",
+        Improv.rpcCommand: "Improv RPC Command",
+        Improv.rpcResult: "Improv RPC Result",
+        Improv.capabilities: "Improv Capabilities",
+    ]
     public static let characteristics: Set<BluetoothUUID> = [
         Improv.currentState, Improv.errorState, Improv.rpcCommand, Improv.rpcResult, Improv.capabilities,
     ]
@@ -128,6 +137,17 @@ public struct ImprovProtocol: DeviceProtocol {
         return out + decodeCommand(value, writes: writes, extra: [])
     }
 
+    /// The checksum byte as it must read once `gattlab redact` has overwritten the password with
+    /// '*': the frame's sum changes by what the password's bytes change by, so a right checksum
+    /// stays right (and a wrong one stays as wrong). None for a frame without a checksum byte.
+    private static func checksumAfterRedaction(_ v: ProfileValue, password: Range<Int>, checksum: Improv.Checksum) -> [SecretLocation.Dependent] {
+        let at = needed(v.bytes) - 1
+        guard checksum == .valid, at < v.bytes.count, password.upperBound <= at, let origin = v.origin(of: at..<(at + 1)) else { return [] }
+        var sum = v.bytes[at]
+        for i in password { sum = sum &+ CredentialLayout.filler &- v.bytes[i] }
+        return [SecretLocation.Dependent(origin: origin, bytes: [sum])]
+    }
+
     /// A frame's size by its length byte (`bytes` has at least two).
     private static func needed(_ bytes: [UInt8]) -> Int { bytes.count >= 2 ? Int(bytes[1]) + 3 : 3 }
 
@@ -136,7 +156,7 @@ public struct ImprovProtocol: DeviceProtocol {
         if var c = m {
             c.writes = writes
             if let password = c.password, let r = Improv.wifiSettingsRanges(in: v.bytes)?.password {
-                c.password = password.located(v.origin(of: r))
+                c.password = password.located(v.origin(of: r), dependents: Self.checksumAfterRedaction(v, password: r, checksum: c.checksum))
             }
             m = c
         }
