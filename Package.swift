@@ -17,7 +17,7 @@ let strict: [SwiftSetting] = [
 let libFuzzerTargets: [(name: String, folder: String)] = [
     ("status", "Status"), ("credentials", "Credentials"), ("url", "URL"), ("control", "Control"), ("scan", "Scan"),
     ("att", "ATT"), ("nrf7", "NRF7"), ("esp", "ESP"), ("capture", "Capture"), ("timeline", "Timeline"),
-    ("device-speaker", "DeviceSpeaker"), ("device-sensor", "DeviceSensor"),
+    ("device-speaker", "DeviceSpeaker"), ("device-sensor", "DeviceSensor"), ("improv", "Improv"),
 ]
 
 let package = Package(
