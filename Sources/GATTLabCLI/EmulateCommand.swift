@@ -9,7 +9,7 @@ import Protocols
 struct EmulateCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "emulate",
-        abstract: "Run emulated devices (speaker, sensor, nRF7, ESP-IDF): serve one on a Unix socket, or run a scenario and record it.",
+        abstract: "Run emulated devices (\(EmulatedDevices.kinds)): serve one on a Unix socket, or run a scenario and record it.",
         discussion: """
             `gattlab emulate DEVICE --listen unix:PATH` (the `serve` subcommand) serves an \
             emulated device to clients one after another over a Unix SEQPACKET socket, one ATT \
@@ -130,4 +130,9 @@ private final class ResultBox: @unchecked Sendable {
     private var value: Result<ScenarioResult, CentralError>?
     func set(_ v: Result<ScenarioResult, CentralError>) { lock.withLock { value = v } }
     func get() -> Result<ScenarioResult, CentralError>? { lock.withLock { value } }
+}
+
+/// The emulated device models, for help and errors: each registered protocol's plain model.
+enum EmulatedDevices {
+    static let kinds = GATTLabProtocols.all.conforming(to: (any EmulatedProtocol.Type).self).map { $0.deviceKind }.joined(separator: ", ")
 }

@@ -55,7 +55,7 @@ extension EmulateCommand {
                   gattlab emulate speaker-download-stall --from field.btsnoop --hci hci1
                 """ + "\n\n" + ExitStatus.help([.success, .usage, .unavailable, .software, .cannotCreate]))
 
-        @Argument(help: ArgumentHelp("The device: speaker, sensor, nrf7, esp, or a scenario name for its device with that scenario's faults (see `gattlab emulate list`). With --from and no device: the recorded one.",
+        @Argument(help: ArgumentHelp("The device: \(EmulatedDevices.kinds), or a scenario name for its device with that scenario's faults (see `gattlab emulate list`). With --from and no device: the recorded one.",
                                      valueName: "device"))
         var device: String?
 
@@ -116,7 +116,7 @@ extension EmulateCommand {
                     throw ValidationError(error.description)
                 }
             } else if from == nil {
-                throw ValidationError("give the device to emulate (speaker, sensor, nrf7, esp or a scenario), or --from CAPTURE")
+                throw ValidationError("give the device to emulate (\(EmulatedDevices.kinds) or a scenario), or --from CAPTURE")
             } else if !quirk.isEmpty {
                 throw ValidationError("--quirk plants a bug in a named device; give its name with --from")
             }

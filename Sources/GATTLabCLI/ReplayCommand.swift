@@ -93,9 +93,9 @@ struct ReplayCommand: ParsableCommand {
             abstract: "Replay a script (or a capture) against a target and compare with the recording.",
             discussion: """
                 Targets:
-                  emu:NAME      an emulated device in this process: speaker, sensor,
-                                nrf7, esp, or a scenario's device with its faults
-                                (gattlab emulate list)
+                  emu:NAME      an emulated device in this process (gattlab emulate
+                                list): a scenario's device with its faults, or
+                                \(EmulatedDevices.kinds)
                   unix:PATH     an emulator process (gattlab emulate NAME --listen
                                 unix:PATH); give its --speed here too
                   bluez:hciN/ADDR[/public|random]
@@ -409,7 +409,7 @@ enum ReplayTarget: CustomStringConvertible {
         if text.hasPrefix("emu:") {
             let name = String(text.dropFirst(4))
             guard let spec = EmulatedDeviceSpec.named(name, protocols: GATTLabProtocols.all) else {
-                throw ValidationError("no emulated device '\(name)'; try speaker, sensor, nrf7, esp or a scenario name (gattlab emulate list)")
+                throw ValidationError("no emulated device '\(name)'; try \(EmulatedDevices.kinds) or a scenario name (gattlab emulate list)")
             }
             return .emulated(spec)
         }

@@ -12,7 +12,7 @@ public struct SessionScript: Codable, Sendable, Hashable {
     public var schema: String = SessionScript.schemaName
     /// Where the script came from: the capture, the device, the connections taken.
     public var source: Source
-    /// The device protocol the recording speaks, when one was recognised (speaker, sensor, nrf7, esp).
+    /// The device protocol the recording speaks, when one was recognised: its short name (`speaker`).
     public var device: String?
     /// Secrets were overwritten with '*' (extract without `--reveal-secrets`): steps whose value
     /// carries one need `--set` at run time.
