@@ -35,7 +35,8 @@ public struct RecordedTable: Sendable, Hashable {
     /// in it by UUID; without one, over the model's `builtIn` table (its protocol's
     /// `builtInAttributeTable`) with `values` (a device name, an appearance) at its handles. With a
     /// recorded table only recorded values are used, since the built-in handles mean other things there.
-    static func server(_ recorded: RecordedTable?, builtIn: AttributeTable?, serverMTU: UInt16, values: [UInt16: [UInt8]]) -> GATTServer {
+    /// Public for the device models in the protocols' folders.
+    public static func server(_ recorded: RecordedTable?, builtIn: AttributeTable?, serverMTU: UInt16, values: [UInt16: [UInt8]]) -> GATTServer {
         guard let recorded else {
             return GATTServer(table: builtIn ?? AttributeTable(), serverMTU: serverMTU, values: values)
         }

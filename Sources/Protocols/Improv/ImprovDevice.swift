@@ -80,19 +80,9 @@ public final class ImprovDevice: DeviceModel {
     }
 
     /// The built-in table, or the recorded device's database with its encryption rules.
-    /// (Emulator's `RecordedTable.server` does this for the models inside Emulator but is
-    /// internal: a protocol folder repeats it.)
     static func server(_ recorded: RecordedTable?, serverMTU: UInt16) -> GATTServer {
-        guard let recorded else {
-            return GATTServer(table: ImprovProtocol.builtInAttributeTable?.table ?? AttributeTable(), serverMTU: serverMTU,
-                              values: [3: Array("Improv-Light".utf8), 5: [0x00, 0x00]])
-        }
-        let server = GATTServer(table: recorded.table, serverMTU: min(serverMTU, recorded.serverMTU ?? serverMTU), values: recorded.values)
-        if let limit = recorded.maxPreparedWrites { server.maxPreparedWrites = max(1, limit) }
-        for h in recorded.encryptedWrites { server.setPermissions((server.permissions(of: h) ?? [.write]).union(.writeEncrypted), for: h) }
-        for h in recorded.encryptedReads { server.setPermissions((server.permissions(of: h) ?? [.read]).union(.readEncrypted), for: h) }
-        if let code = recorded.unencryptedAccessError { server.unencryptedAccessError = code }
-        return server
+        RecordedTable.server(recorded, builtIn: ImprovProtocol.builtInAttributeTable?.table, serverMTU: serverMTU,
+                             values: [3: Array("Improv-Light".utf8), 5: [0x00, 0x00]])
     }
 
     public func connected() {
