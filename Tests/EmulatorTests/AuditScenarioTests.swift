@@ -3,7 +3,7 @@ import Capture
 import GATT
 import HCI
 import Profiles
-import Protocols
+@testable import Protocols
 import XCTest
 @testable import Emulator
 

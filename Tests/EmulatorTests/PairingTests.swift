@@ -1,6 +1,7 @@
 import Capture
 import HCI
 import Profiles
+@testable import Protocols
 import XCTest
 @testable import Emulator
 

@@ -3,7 +3,7 @@ import Capture
 import Foundation
 import GATT
 import Profiles
-import Protocols
+@testable import Protocols
 import XCTest
 @testable import Emulator
 

@@ -1,6 +1,6 @@
 import ATT
-import Capture
 import Emulator
+import Capture
 import GATT
 import Profiles
 

@@ -1,4 +1,5 @@
 import ATT
+import Emulator
 import Capture
 import GATT
 import Profiles
