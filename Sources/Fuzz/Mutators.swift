@@ -86,7 +86,8 @@ public enum ProtocolMutators {
         data = ssid + separator + password
     }
 
-    static func filler(_ n: Int, _ r: inout FuzzRandom) -> [UInt8] {
+    /// `n` letters, digits and separators, drawn at random.
+    public static func filler(_ n: Int, _ r: inout FuzzRandom) -> [UInt8] {
         let letters = Array("abcdefghijklmnopqrstuvwxyz0123456789 -_".utf8)
         return (0..<n).map { _ in letters[r.below(letters.count)] }
     }
@@ -122,7 +123,7 @@ public enum ProtocolMutators {
 }
 
 /// A flat view of protobuf fields, enough to mutate them (the codecs check the rest).
-enum ProtoFields {
+public enum ProtoFields {
     struct Field {
         var key: UInt64
         var body: [UInt8]
@@ -161,6 +162,12 @@ enum ProtoFields {
             out.append(Field(key: key, body: Array(b[start..<i])))
         }
         return out
+    }
+
+    /// The bodies of the length-delimited fields numbered `field` of a message, in order; none
+    /// when it does not split cleanly.
+    public static func lengthDelimited(_ b: [UInt8], field: UInt64) -> [[UInt8]] {
+        split(b).filter { $0.key == field << 3 | 2 }.map(\.body)
     }
 
     static func join(_ fields: [Field]) -> [UInt8] {

@@ -1,7 +1,6 @@
 import ATT
 import Emulator
 import GATT
-import Profiles
 import Transport
 
 /// What a black-box campaign learned of its target before the first input: the GATT table
@@ -10,57 +9,7 @@ import Transport
 /// encrypted link, and each characteristic's role in a device protocol, found by UUID.
 public struct DeviceMap: Sendable {
     /// What a characteristic is for, as far as the protocols known to gattlab say.
-    public enum Role: String, Sendable, Hashable, Codable {
-        case speakerCredentials = "speaker OTA credentials"
-        case speakerURL = "speaker OTA URL"
-        case speakerControl = "speaker OTA control"
-        case speakerStatus = "speaker OTA status"
-        case sensorScan = "sensor Wi-Fi scan"
-        case nrf7Info = "nRF7 info"
-        case nrf7ControlPoint = "nRF7 control point"
-        case nrf7DataOut = "nRF7 data out"
-        case espEndpoint = "ESP-IDF provisioning endpoint"
-
-        static func of(_ uuid: BluetoothUUID, userDescription: String?) -> Role? {
-            switch uuid {
-            case SpeakerOTA.credentials: return .speakerCredentials
-            case SpeakerOTA.url: return .speakerURL
-            case SpeakerOTA.control: return .speakerControl
-            case SpeakerOTA.status: return .speakerStatus
-            case SensorScan.characteristic: return .sensorScan
-            case NRF7.info: return .nrf7Info
-            case NRF7.controlPoint: return .nrf7ControlPoint
-            case NRF7.dataOut: return .nrf7DataOut
-            default:
-                if let name = userDescription, ESPProvisioning.Endpoint.allCases.contains(where: { $0.rawValue == name }) {
-                    return .espEndpoint
-                }
-                return nil
-            }
-        }
-
-        /// The protocol the role belongs to.
-        var protocolName: String {
-            switch self {
-            case .speakerCredentials, .speakerURL, .speakerControl, .speakerStatus: "speaker OTA"
-            case .sensorScan: "sensor Wi-Fi scan"
-            case .nrf7Info, .nrf7ControlPoint, .nrf7DataOut: "nRF7 provisioning"
-            case .espEndpoint: "ESP-IDF provisioning"
-            }
-        }
-
-        /// The longest value the protocol documents for it (PROTOCOLS.md), for boundary values.
-        var documentedMaximum: Int? {
-            switch self {
-            case .speakerCredentials: SpeakerOTA.maxCredentialsLength
-            case .speakerURL: SpeakerOTA.maxURLLength + 2
-            case .speakerControl: 2
-            case .speakerStatus: SpeakerOTA.statusLength
-            case .sensorScan: SensorScan.request.count
-            default: nil
-            }
-        }
-    }
+    public typealias Role = BlackBoxRole
 
     public struct Characteristic: Sendable, Hashable {
         public var uuid: BluetoothUUID
@@ -124,14 +73,16 @@ public struct DeviceMap: Sendable {
     }
 
     /// Builds the map from a discovered table and the values read.
-    init(table: AttributeTable, values: [UInt16: [UInt8]], userDescriptions: [UInt16: String], serverMTU: Int, needsEncryption: Bool) {
+    /// `protocols` give the characteristics' roles (the first that knows one, in their order).
+    init(table: AttributeTable, values: [UInt16: [UInt8]], userDescriptions: [UInt16: String], serverMTU: Int, needsEncryption: Bool,
+         protocols: [any BlackBoxFuzzable.Type]) {
         services = table.services.values.sorted { $0.startHandle < $1.startHandle }
         let declared = table.characteristics.values.sorted { $0.valueHandle < $1.valueHandle }
         var characteristics: [Characteristic] = []
         for c in declared {
             let description = userDescriptions[c.valueHandle]
-            let role = Role.of(c.uuid, userDescription: description)
-            let label = role?.rawValue.appending(description.map { " \($0)" } ?? "")
+            let role = protocols.lazy.compactMap { $0.blackBoxRole(of: c.uuid, userDescription: description) }.first
+            let label = role?.name.appending(description.map { " \($0)" } ?? "")
                 ?? description ?? KnownUUIDs.name(c.uuid) ?? c.uuid.description
             characteristics.append(Characteristic(uuid: c.uuid, valueHandle: c.valueHandle, properties: c.properties, role: role,
                                                   cccd: nil, baseline: values[c.valueHandle], userDescription: description, label: label))
@@ -156,7 +107,9 @@ public struct DeviceMap: Sendable {
     /// phone pairs when asked) and marks the map so. With `tableOnly`, only the table and the
     /// user descriptions: what a reproducer's capture needs to replay by UUID, without reads of
     /// values that earlier inputs changed (a replay on a fresh device would differ there first).
-    public static func discover(_ link: any TimedATTBearer & LinkControl, timeout: Int64, tableOnly: Bool = false) async throws(CentralError) -> DeviceMap {
+    /// `protocols` give the characteristics' roles.
+    public static func discover(_ link: any TimedATTBearer & LinkControl, timeout: Int64, tableOnly: Bool = false,
+                                protocols: [any BlackBoxFuzzable.Type]) async throws(CentralError) -> DeviceMap {
         let central = ScriptedCentral(bearer: link, transactionTimeout: timeout)
         await central.connect()
         guard await central.isConnected() else { throw .bearer(.closed) }
@@ -192,7 +145,8 @@ public struct DeviceMap: Sendable {
             }
         }
         await central.disconnect()
-        return DeviceMap(table: table, values: values, userDescriptions: names, serverMTU: serverMTU, needsEncryption: encrypted)
+        return DeviceMap(table: table, values: values, userDescriptions: names, serverMTU: serverMTU, needsEncryption: encrypted,
+                         protocols: protocols)
     }
 
     /// A refusal that a phone answers by pairing (Insufficient Authentication, Encryption or

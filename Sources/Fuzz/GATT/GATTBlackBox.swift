@@ -34,7 +34,8 @@ public enum GATTBlackBox {
                               connect: @escaping @Sendable () -> any TimedATTBearer & LinkControl,
                               progress: (String) -> Void = { _ in }) throws(FuzzError) -> (FuzzTarget, GATTCampaignReporter) {
         let map: DeviceMap
-        do { map = try blocking { try await DeviceMap.discover(connect(), timeout: timeout) } } catch {
+        let blackBox = protocols.conforming(to: (any BlackBoxFuzzable.Type).self)
+        do { map = try blocking { try await DeviceMap.discover(connect(), timeout: timeout, protocols: blackBox) } } catch {
             throw .io("\(label): discovering the GATT table failed: \(error)")
         }
         guard !map.characteristics.isEmpty else { throw .io("\(label): the device has no characteristic to fuzz (discovery found none)") }
@@ -50,12 +51,12 @@ public enum GATTBlackBox {
             if !mapped.operations.isEmpty { recorded.append(mapped.operations) }
         }
         // The recorded sessions first: the campaign starts with them.
-        let seeds = recorded + GATTValues.flows(map)
+        let seeds = recorded + GATTValues.flows(map, protocols: blackBox)
         let values = Dictionary(FuzzTargets.valueMutators(protocols).map { ($0.characteristic, $0.mutate) }, uniquingKeysWith: { first, _ in first })
         let target = FuzzTarget(
             name: "device", summary: "black-box GATT fuzzing of \(label): \(map.characteristics.count) characteristics, protocols: \(map.protocols.isEmpty ? "none known" : map.protocols.joined(separator: ", "))",
             maxLength: 4096, seeds: { seeds.map(GATTInput.encode) },
-            mutator: { data, r in GATTMutator.mutate(&data, map: map, values: values, &r) },
+            mutator: { data, r in GATTMutator.mutate(&data, map: map, values: values, protocols: blackBox, &r) },
             minimizeTries: 300,
             execute: { input, f in
                 let ops = GATTInput.decode(input)
@@ -111,7 +112,7 @@ public enum GATTBlackBox {
                     // the capture starts with a whole discovery.
                     var link = RecordingLink(connect())
                     for attempt in 1...3 {
-                        if await GATTSession.connect(link), (try? await DeviceMap.discover(link, timeout: timeout, tableOnly: true)) != nil { break }
+                        if await GATTSession.connect(link), (try? await DeviceMap.discover(link, timeout: timeout, tableOnly: true, protocols: blackBox)) != nil { break }
                         await link.close()
                         guard attempt < 3 else { break }
                         try? await Task.sleep(nanoseconds: 300_000_000)
@@ -219,14 +220,16 @@ public final class GATTCampaignReporter: @unchecked Sendable {
 /// (steps skipped, repeated, reordered), a reconnect or an MTU exchange put in the middle, a
 /// write turned into a long write or a command, another target, a malformed PDU.
 enum GATTMutator {
-    static func mutate(_ data: inout [UInt8], map: DeviceMap, values: [BluetoothUUID: GATTValues.Mutate], _ r: inout FuzzRandom) {
+    static func mutate(_ data: inout [UInt8], map: DeviceMap, values: [BluetoothUUID: GATTValues.Mutate], protocols: [any BlackBoxFuzzable.Type],
+                       _ r: inout FuzzRandom) {
         var ops = GATTInput.decode(data)
         if ops.isEmpty { ops = [GATTValues.mtu(247)] }
-        for _ in 0..<(1 + r.below(2)) { once(&ops, map: map, values: values, &r) }
+        for _ in 0..<(1 + r.below(2)) { once(&ops, map: map, values: values, protocols: protocols, &r) }
         data = GATTInput.encode(Array(ops.prefix(48)))
     }
 
-    static func once(_ ops: inout [GATTOperation], map: DeviceMap, values: [BluetoothUUID: GATTValues.Mutate], _ r: inout FuzzRandom) {
+    static func once(_ ops: inout [GATTOperation], map: DeviceMap, values: [BluetoothUUID: GATTValues.Mutate], protocols: [any BlackBoxFuzzable.Type],
+                     _ r: inout FuzzRandom) {
         let i = r.below(ops.count)
         let count = UInt8(truncatingIfNeeded: map.characteristics.count)
         switch r.below(16) {
@@ -258,7 +261,7 @@ enum GATTMutator {
             op.value = Array(op.value.prefix(255))
             ops[i] = op
         case 6:  // a step of a valid flow, or any operation on any target, inserted
-            let flows = GATTValues.flows(map)
+            let flows = GATTValues.flows(map, protocols: protocols)
             if r.chance(60), let flow = r.pick(flows), let step = r.pick(flow) {
                 ops.insert(step, at: r.below(ops.count + 1))
             } else {

@@ -1,6 +1,5 @@
 import ATT
 import Foundation
-import Profiles
 
 /// Follows the device protocols through what the device says (notifications, indications and
 /// reads of their characteristics) for one input: the protocol state the input has reached, which
@@ -10,16 +9,22 @@ struct ProtocolObserver {
     let map: DeviceMap
     /// The protocols known to the campaign, for their reset commands.
     let protocols: [any FuzzableProtocol.Type]
+    /// Those the black-box fuzzer follows, for the states they name.
+    private let followed: [any BlackBoxFuzzable.Type]
+    /// Their observers for this input, in the protocols' order.
+    private var observers: [any BlackBoxObserving]
+    private var progress = BlackBoxProgress()
     /// The protocol state reached so far ("start" before the device said anything).
-    private(set) var state = "start"
-    private var joiner = SensorScan.Joiner()
-    /// The networks of the first complete scan of the input.
-    private(set) var scanned: Set<String>?
-    private(set) var scanMTU = 23
+    var state: String { progress.state }
+    /// The items of the input's first complete answer that must not depend on the MTU (a scan).
+    var scanned: Set<String>? { progress.answer }
+    var scanMTU: Int { progress.answerMTU }
 
     init(map: DeviceMap, protocols: [any FuzzableProtocol.Type]) {
         self.map = map
         self.protocols = protocols
+        followed = protocols.compactMap { $0 as? any BlackBoxFuzzable.Type }
+        observers = followed.compactMap { $0.blackBoxObserver() }
     }
 
     /// Writing `value` to characteristic `index` tells the device to reset.
@@ -31,65 +36,24 @@ struct ProtocolObserver {
     /// when its content breaks the protocol.
     mutating func saw(_ value: [UInt8], on index: Int, mtu: Int, notified: Bool) -> FuzzOutcome {
         guard let role = map.characteristics[index].role else { return .ok }
-        switch role {
-        case .speakerStatus:
-            let (status, _) = SpeakerOTA.Status.decode(value)
-            guard let status else {
-                return .finding(kind: "undecodable-notification",
-                                detail: "a \(value.count)-byte OTA status (a status is \(SpeakerOTA.statusLength) bytes)")
-            }
-            guard let s = status.state else {
-                return .finding(kind: "impossible-state", detail: "a status in state 0x\(String(status.rawState, radix: 16)), which the OTA protocol does not have")
-            }
-            state = s == .error ? "ERROR \(status.error.map { "\($0)" } ?? "0x\(String(status.rawError, radix: 16))")" : "\(s)"
-        case .sensorScan where notified:
-            if state == "scan requested" { state = "scanning" }
-            if joiner.add(value) {
-                state = "scan complete"
-                let (networks, problems) = SensorScan.parse(joiner.bytes)
-                if networks.isEmpty, !problems.isEmpty {
-                    return .finding(kind: "undecodable-notification", detail: "a complete scan answer with no network that parses: \(problems.first?.message ?? "")")
-                }
-                if scanned == nil { scanned = Set(networks.map(\.ssidText)); scanMTU = mtu }
-                joiner = SensorScan.Joiner()
-            }
-        case .nrf7DataOut:
-            let (result, problems) = NRF7.Result.decode(value)
-            guard let result else {
-                return .finding(kind: "undecodable-notification", detail: "nRF7 Data Out that is no Result: \(problems.first?.message ?? "")")
-            }
-            if let s = result.state { state = "connection \(s)" } else if result.scanRecord != nil, !state.hasPrefix("connection") { state = "scan results" }
-        case .nrf7ControlPoint where notified:
-            let (response, problems) = NRF7.Response.decode(value)
-            guard let response else {
-                return .finding(kind: "undecodable-notification", detail: "an nRF7 Control Point indication that is no Response: \(problems.first?.message ?? "")")
-            }
-            if let op = response.requestOpCode, response.status?.raw == 0 { state = "\(op) done" }
-        case .nrf7Info:
-            if NRF7.Info.decode(value).0 == nil, !value.isEmpty {
-                return .finding(kind: "undecodable-notification", detail: "an nRF7 Info value that is no Info message")
-            }
-        default:
-            break
+        for k in observers.indices {
+            if let outcome = observers[k].saw(value, role: role, mtu: mtu, notified: notified, progress: &progress) { return outcome }
         }
         return .ok
     }
 
+    /// What the protocols say the state is.
+    private var kinds: [BlackBoxStateKind] { followed.compactMap { $0.blackBoxStateKind(progress.state) } }
+
     /// A state the protocol stays in until told otherwise: a wait can end there.
-    var isResting: Bool {
-        state == "scan complete" || state == "SUCCESS" || state.hasPrefix("ERROR") || state == "connection CONNECTED"
-            || state == "connection CONNECTION_FAILED"
-    }
+    var isResting: Bool { kinds.contains(.resting) }
 
     /// A state the protocol leaves by itself, with more to say: a wait should hear it out.
-    var inProgress: Bool {
-        ["WIFI_CONNECTING", "WIFI_CONNECTED", "DOWNLOADING", "VERIFYING", "scan requested", "scanning", "START_SCAN done", "scan results",
-         "SET_CONFIG done", "connection AUTHENTICATION", "connection ASSOCIATION", "connection OBTAINING_IP"].contains(state)
-    }
+    var inProgress: Bool { kinds.contains { $0 == .inProgress || $0 == .streaming } }
 
-    /// A state in progress whose next word may take long: not an nRF7 scan that already gave
-    /// results (its records stream until STOP_SCAN; a silence there is the scan having no more).
-    var awaitsFirstWord: Bool { inProgress && state != "scan results" }
+    /// A state in progress whose next word may take long: not one that already streams (nRF7
+    /// scan records stream until STOP_SCAN; a silence there is the scan having no more).
+    var awaitsFirstWord: Bool { inProgress && !kinds.contains(.streaming) }
 
     /// The input asked the device to drop the link (a reset command): a drop is the answer.
     private(set) var dropExpected = false
@@ -111,10 +75,8 @@ struct ProtocolObserver {
     /// A write the device accepted: the states a write alone reaches.
     mutating func accepted(_ value: [UInt8], on index: Int) {
         if resets(value, on: index) { dropOwed = true }
-        if map.characteristics[index].role == .sensorScan, value == SensorScan.request {
-            state = "scan requested"
-            joiner = SensorScan.Joiner()
-        }
+        guard let role = map.characteristics[index].role else { return }
+        for k in observers.indices { observers[k].accepted(value, role: role, progress: &progress) }
     }
 }
 
