@@ -1,3 +1,5 @@
+import Capture
+
 /// One network from a device's Wi-Fi scan, in the same shape whichever protocol reported it
 /// (the sensor's `SSID,RSSI` lines, nRF7 ScanRecord, ESP-IDF WiFiScanResult): what JSON output
 /// and the diagnoses use. Fields a protocol does not carry are nil. Each protocol makes them from
@@ -22,7 +24,8 @@ public struct WiFiNetwork: Sendable, Hashable {
     }
 
     public var ssidText: String { ProtocolText.display(ssid) }
-    public var bssidText: String? { bssid?.macText }
+    /// `AA:BB:CC:DD:EE:FF`.
+    public var bssidText: String? { bssid.map { $0.map { Hex.string([$0]).uppercased() }.joined(separator: ":") } }
     public var is5GHz: Bool { band == "5 GHz" }
     public var is24GHz: Bool { band == "2.4 GHz" }
 

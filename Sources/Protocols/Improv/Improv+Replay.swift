@@ -28,8 +28,14 @@ extension ImprovProtocol: ReplayingProtocol {
     /// A result's command is the protocol; device info strings and the redirect URL differ
     /// between devices of one model.
     public static func sameMeaning(recorded: [UInt8], observed: [UInt8], characteristic: BluetoothUUID, progress: Bool) -> Bool {
-        guard progress, characteristic == Improv.rpcResult,
-              let r = Improv.Result.decode(recorded).0, let o = Improv.Result.decode(observed).0 else { return false }
+        guard progress, characteristic == Improv.rpcResult else { return false }
+        guard let r = Improv.Result.decode(recorded).0, let o = Improv.Result.decode(observed).0 else {
+            // Both cut at the MTU: what arrived is the command and its whole leading strings (a
+            // network's SSID); the length byte speaks of strings that never came.
+            let (rs, os) = (ProvisioningWorld.leadingStrings(recorded), ProvisioningWorld.leadingStrings(observed))
+            return Improv.Result.decode(recorded).0 == nil && Improv.Result.decode(observed).0 == nil
+                && recorded.first == observed.first && !rs.isEmpty && rs == os
+        }
         return r.command == o.command && r.command.raw != 0x04
     }
 
@@ -70,13 +76,35 @@ extension ImprovProtocol: ReplayingProtocol {
     /// The networks GET_WIFI_NETWORKS listed, the SSID and password of WIFI_SETTINGS, and the
     /// join's end (PROVISIONED, or UNABLE_TO_CONNECT: Improv gives no reason, so a wrong password).
     struct ProvisioningWorld: RecordedWorldReading {
+        /// The pieces of a command written so far.
+        private var pending: [UInt8] = []
+        /// The whole strings at the start of a frame cut short of its length byte.
+        static func leadingStrings(_ bytes: [UInt8]) -> [[UInt8]] {
+            guard bytes.count > 2 else { return [] }
+            let end = min(bytes.count, 2 + Int(bytes[1]))
+            var out: [[UInt8]] = []
+            var i = 2
+            while i < end {
+                let n = Int(bytes[i])
+                guard i + 1 + n <= end else { break }
+                out.append(Array(bytes[(i + 1)..<(i + 1 + n)]))
+                i += 1 + n
+            }
+            return out
+        }
+
         mutating func read(_ step: RecordedWorldStep, into world: inout RecordedWorld) -> Bool {
             switch (step.characteristic, step.step.action) {
             case (Improv.rpcResult, .notification):
-                guard let answer = step.answer, let r = Improv.Result.decode(answer).0, r.command.raw == 0x04 else { return false }
-                for i in stride(from: 0, to: r.strings.count - r.strings.count % 3, by: 3) {
-                    let rssi = Int32(String(decoding: r.strings[i + 1], as: UTF8.self))
-                    world.add(ssid: r.strings[i], bssid: nil, channel: nil, band: nil, auth: Improv.authRaw(r.strings[i + 2]), rssi: rssi)
+                guard let answer = step.answer, answer.first == 0x04 else { return false }
+                // A result the device cut at the MTU (one notification, as esp32_improv sends it)
+                // still names its network when the SSID arrived whole.
+                let strings = Improv.Result.decode(answer).0?.strings ?? Self.leadingStrings(answer)
+                guard !strings.isEmpty else { return false }
+                for i in stride(from: 0, to: strings.count, by: 3) {
+                    let rssi = strings.indices.contains(i + 1) ? Int32(String(decoding: strings[i + 1], as: UTF8.self)) : nil
+                    let auth = strings.indices.contains(i + 2) ? Improv.authRaw(strings[i + 2]) : nil
+                    world.add(ssid: strings[i], bssid: nil, channel: nil, band: nil, auth: auth, rssi: rssi)
                 }
                 return true
             case (Improv.currentState, .notification):
@@ -86,7 +114,15 @@ extension ImprovProtocol: ReplayingProtocol {
                 if let answer = step.answer, Improv.ErrorState.decode(answer).0?.error.raw == 3 { world.join = .wrongPassword }
                 return false
             case (Improv.rpcCommand, .write):
-                guard let sent = step.sent, let c = Improv.Command.decode(sent).0, c.command.raw == 0x01 else { return false }
+                // A command cut across writes (a phone at MTU 23) is read once its pieces join.
+                guard let sent = step.sent else { return false }
+                pending += sent
+                guard let c = Improv.Command.decode(pending).0 else {
+                    if pending.count > 257 || (pending.count >= 2 && pending.count >= Int(pending[1]) + 3) { pending = [] }
+                    return false
+                }
+                pending = []
+                guard c.command.raw == 0x01 else { return false }
                 world.ssid = c.ssid ?? world.ssid
                 world.password = c.password?.unsafeBytes ?? world.password
                 return false
