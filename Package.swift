@@ -55,16 +55,9 @@ let package = Package(
         .target(name: "ATT", swiftSettings: strict),
         // Attribute tables from discovery, long operations, MTU, subscriptions: the session model.
         .target(name: "GATT", dependencies: ["ATT", "HCI", "AssignedNumbers"], swiftSettings: strict),
-        // Device protocols: one folder each (codec and decoding state), registered by characteristic UUID.
-        .target(
-            name: "Profiles",
-            dependencies: [
-                "GATT", "ATT", "HCI", "Capture",
-                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "_CryptoExtras", package: "swift-crypto"),
-            ],
-            swiftSettings: strict),
+        // The device-protocol interface (DeviceProtocol, ProfileMessage, ProtocolSet) and the decoding
+        // stage above GATT; the protocols themselves live in Protocols.
+        .target(name: "Profiles", dependencies: ["GATT", "ATT", "HCI", "Capture"], swiftSettings: strict),
         // ATT bearers: an in-memory pair, a Unix socket to an emulator process, kernel L2CAP (BlueZ).
         .target(name: "Transport", dependencies: ["ATT", "CBlueZ"], swiftSettings: strict),
         // Emulated devices: a GATT server on the ATT codec, device models with faults, recording.
@@ -86,7 +79,12 @@ let package = Package(
         // all. It sits above every engine, so a protocol's folder can plug into each of them.
         .target(
             name: "Protocols",
-            dependencies: ["Profiles", "Analysis", "Report", "Redact", "Emulator", "Replay", "Fuzz"],
+            dependencies: [
+                "Profiles", "Analysis", "Report", "Redact", "Emulator", "Replay", "Fuzz",
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ],
             swiftSettings: strict),
         // Command-line parsing and wiring only.
         .target(

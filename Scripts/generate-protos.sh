@@ -36,6 +36,6 @@ generate() {
         "$proto_dir"/*.proto
 }
 
-generate "$root/Protos/nrf7" "$root/Sources/Profiles/NRF7/Generated"
-generate "$root/Protos/esp" "$root/Sources/Profiles/ESPProvisioning/Generated"
-echo "generated: Sources/Profiles/NRF7/Generated, Sources/Profiles/ESPProvisioning/Generated"
+generate "$root/Protos/nrf7" "$root/Sources/Protocols/NRF7/Generated"
+generate "$root/Protos/esp" "$root/Sources/Protocols/ESPProvisioning/Generated"
+echo "generated: Sources/Protocols/NRF7/Generated, Sources/Protocols/ESPProvisioning/Generated"

@@ -15,8 +15,8 @@ public enum ProtoWire {
 
     /// Reads a varint at `i`, advancing it; nil if it runs off the end or exceeds 10 bytes.
     public static func readVarint(_ b: [UInt8], _ i: inout Int) -> UInt64? {
-        public var value: UInt64 = 0
-        public var shift: UInt64 = 0
+        var value: UInt64 = 0
+        var shift: UInt64 = 0
         while i < b.count, shift < 70 {
             let byte = b[i]
             i += 1
@@ -29,8 +29,8 @@ public enum ProtoWire {
 
     /// The top-level fields of a message, or where and why its structure is broken.
     public static func fields(_ b: [UInt8]) -> Swift.Result<[Field], WireError> {
-        public var out: [Field] = []
-        public var i = 0
+        var out: [Field] = []
+        var i = 0
         while i < b.count {
             let start = i
             guard let tag = readVarint(b, &i) else { return .failure(.init(offset: start, reason: "truncated tag")) }
@@ -65,7 +65,7 @@ public enum ProtoWire {
     /// outer message in), the last occurrence at each level as protobuf merges them; nil when
     /// absent or when the structure is broken. Redaction locates passphrases with it.
     public static func bytesField(_ path: [Int], in b: [UInt8]) -> Range<Int>? {
-        public var window = 0..<b.count
+        var window = 0..<b.count
         for number in path {
             guard let list = try? fields(Array(b[window])).get(),
                   let f = list.last(where: { $0.number == number && $0.wireType == 2 }) else { return nil }
@@ -76,7 +76,7 @@ public enum ProtoWire {
         return window
     }
 
-    struct WireError: Error, CustomStringConvertible {
+    public struct WireError: Error, CustomStringConvertible {
         public var offset: Int
         public var reason: String
         public var description: String { "\(reason) at byte \(offset)" }
@@ -91,8 +91,8 @@ public enum ProtoWire {
     /// one's value as an enum number (how proto2 parsers keep unknown values of closed enums).
     public static func takeEnum(_ number: Int, from unknown: inout [UInt8]) -> Int? {
         guard let list = try? fields(unknown).get() else { return nil }
-        public var value: Int?
-        public var kept: [UInt8] = []
+        var value: Int?
+        var kept: [UInt8] = []
         for f in list {
             if f.number == number, f.wireType == 0, let v = f.varint {
                 value = Int(Int32(truncatingIfNeeded: v))
@@ -105,8 +105,8 @@ public enum ProtoWire {
     }
 
     public static func varint(_ v: UInt64) -> [UInt8] {
-        public var v = v
-        public var out: [UInt8] = []
+        var v = v
+        var out: [UInt8] = []
         while v >= 0x80 {
             out.append(UInt8(v & 0x7F) | 0x80)
             v >>= 7

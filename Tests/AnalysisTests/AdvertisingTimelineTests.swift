@@ -6,6 +6,7 @@ import Profiles
 import XCTest
 @testable import Analysis
 @testable import Emulator
+import Protocols
 
 /// Advertising in timelines: per-device summaries, advertise-only devices kept readable, and the
 /// advertising diagnoses, on phone logs built event by event.

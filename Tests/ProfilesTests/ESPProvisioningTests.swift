@@ -1,4 +1,3 @@
-import Protocols
 import _CryptoExtras
 import ATT
 import Capture
@@ -7,7 +6,8 @@ import Foundation
 import GATT
 import TestSupport
 import XCTest
-@testable import Profiles
+import Profiles
+@testable import Protocols
 
 /// ESP-IDF provisioning: known-answer vectors written from the proto3 layouts (tags, varints,
 /// lengths; zero values left off the wire), invalid ones, a security 1 session built here with

@@ -2,7 +2,8 @@ import ATT
 import Capture
 import TestSupport
 import XCTest
-@testable import Profiles
+import Profiles
+@testable import Protocols
 
 /// Hex with spaces, for vectors written out by hand from the proto layouts.
 func hexBytes(_ s: String) -> [UInt8] {

@@ -2,7 +2,7 @@ import ATT
 import Capture
 import GATT
 import HCI
-import Protocols
+@testable import Protocols
 import XCTest
 @testable import Profiles
 

@@ -1,5 +1,6 @@
 import XCTest
-@testable import Profiles
+import Profiles
+@testable import Protocols
 
 /// The sensor's scan responses: parsing, both marker styles, and the joiner on every split.
 final class SensorScanTests: XCTestCase {

@@ -1,6 +1,7 @@
 import Capture
 import XCTest
-@testable import Profiles
+import Profiles
+@testable import Protocols
 
 /// Known answers for every speaker OTA message, from PROTOCOLS.md section 3, valid and not.
 final class SpeakerOTATests: XCTestCase {

@@ -1,6 +1,7 @@
 import Capture
 import Foundation
 import SwiftProtobuf
+import Profiles
 
 /// Decoding and encoding between the generated protobuf types and GATTLab's values.
 /// proto3: an absent field is its zero value; enums are open, so unknown numbers arrive as

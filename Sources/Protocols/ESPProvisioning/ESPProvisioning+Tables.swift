@@ -1,5 +1,6 @@
 import ATT
 import GATT
+import Profiles
 
 /// What ESP-IDF provisioning tells the GATT layer: its `--profile esp` table
 /// and prov-config, whose CmdSetConfig carries the passphrase (by UUID and by 0x2901 name).

@@ -1,5 +1,6 @@
 import ATT
 import Capture
+import Profiles
 
 /// Espressif ESP-IDF unified provisioning over BLE (protocomm; PROTOCOLS.md section 6).
 /// Endpoints are characteristics named by their 0x2901 user description (`prov-session`,

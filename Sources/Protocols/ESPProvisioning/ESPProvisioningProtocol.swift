@@ -1,6 +1,7 @@
 import ATT
 import Capture
 import HCI
+import Profiles
 
 /// Decodes ESP-IDF provisioning per connection. Endpoints are found by their 0x2901 name, else
 /// by the default UUIDs. The session endpoint sets the security scheme: security 0 payloads are

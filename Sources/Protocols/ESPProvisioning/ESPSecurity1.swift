@@ -2,6 +2,7 @@ import _CryptoExtras
 import Capture
 import Crypto
 import Foundation
+import Profiles
 
 /// ESP-IDF security 1: X25519 key agreement, then AES-256-CTR.
 ///

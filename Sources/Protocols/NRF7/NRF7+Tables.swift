@@ -1,5 +1,6 @@
 import ATT
 import GATT
+import Profiles
 
 /// What nRF7 provisioning tells the GATT layer: its `--profile nrf7` table and
 /// the control point whose SET_CONFIG carries the passphrase.

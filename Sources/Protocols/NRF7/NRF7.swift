@@ -1,5 +1,6 @@
 import ATT
 import Capture
+import Profiles
 
 /// Nordic nRF7 Wi-Fi provisioning over BLE (PROTOCOLS.md section 5): protobuf (proto2) messages
 /// on three characteristics. Info is read; Request is written to the Control Point, which

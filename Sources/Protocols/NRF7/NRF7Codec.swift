@@ -1,6 +1,7 @@
 import Capture
 import Foundation
 import SwiftProtobuf
+import Profiles
 
 /// Decoding and encoding between the generated protobuf types and GATTLab's values. Decoding
 /// never traps: a message the protobuf runtime rejects (truncated, wrong wire type, a length

@@ -1,5 +1,6 @@
 import ATT
 import HCI
+import Profiles
 
 /// Decodes nRF7 provisioning by characteristic: Info reads, Control Point writes (Request) and
 /// indications (Response), Data Out notifications (Result). Each message stands alone; the

@@ -1,3 +1,4 @@
+import Profiles
 extension SensorScan {
     /// How a response's firmware placed its MORE/END markers (`Response.markerStyle`).
     public enum MarkerStyle: String, Sendable, Hashable, CaseIterable {

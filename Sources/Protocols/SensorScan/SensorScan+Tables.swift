@@ -1,5 +1,6 @@
 import ATT
 import GATT
+import Profiles
 
 /// What the sensor protocol tells the GATT layer: its `--profile sensor` table.
 extension SensorScanProtocol {

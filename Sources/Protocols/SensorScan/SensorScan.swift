@@ -1,5 +1,6 @@
 import ATT
 import Capture
+import Profiles
 
 /// The sensor's Wi-Fi scan (PROTOCOLS.md section 4): the central writes `SCAN`, the sensor
 /// answers with notifications whose joined text is one `SSID,RSSI` line per network, in chunks

@@ -1,5 +1,6 @@
 import ATT
 import HCI
+import Profiles
 
 /// Decodes scans per connection: a `SCAN` write opens a response, notifications join into it,
 /// END closes it. A new SCAN or the end of the link before END reports it truncated.

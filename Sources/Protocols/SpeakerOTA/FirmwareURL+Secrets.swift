@@ -1,4 +1,5 @@
 import Capture
+import Profiles
 
 extension SpeakerOTA.FirmwareURL {
     /// A part of the URL that is a secret.

@@ -1,5 +1,6 @@
 import ATT
 import GATT
+import Profiles
 
 /// What the speaker protocol tells the GATT layer: its `--profile speaker` table
 /// and the characteristic that carries the Wi-Fi password.

@@ -1,5 +1,6 @@
 import ATT
 import Capture
+import Profiles
 
 /// The ChaoticVolt speaker's OTA protocol (PROTOCOLS.md section 3): credentials, firmware URL,
 /// control commands and an 8-byte status, on four characteristics of one service.

@@ -1,4 +1,5 @@
 import Capture
+import Profiles
 
 extension SpeakerOTA {
     /// OTA_CREDENTIALS: UTF-8 SSID, 0x00, UTF-8 password. The password is a `Secret`.

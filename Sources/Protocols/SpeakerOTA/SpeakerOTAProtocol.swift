@@ -1,5 +1,6 @@
 import ATT
 import HCI
+import Profiles
 
 /// Decodes the speaker's OTA messages by characteristic. Stateless: each write and status
 /// stands alone (the state machine's rules are checked by the timeline's diagnoses).
