@@ -3,8 +3,7 @@
 # in the engine folders that names a protocol's types; the protocols live in Sources/Protocols/,
 # whose Registry.swift is the one list naming them all.
 #   Scripts/protocol-names.sh           the lines, then a count per folder; exit 0
-#   Scripts/protocol-names.sh --check   the same, exit 1 when any line is found (make test, once
-#                                       every protocol has moved)
+#   Scripts/protocol-names.sh --check   the same, exit 1 when any line is found (make test runs it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 engines=(ATT AssignedNumbers Capture HCI GATT Transport Profiles Analysis Report Redact Emulator Replay Fuzz FuzzTargets GATTLabCLI gattlab)

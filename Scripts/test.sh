@@ -16,6 +16,10 @@ case "${CI:-}" in true|1|yes|TRUE|True) ci=true ;; esac
 fatal_warnings=$ci
 [ "${GATTLAB_WARNINGS:-}" = error ] && fatal_warnings=true
 
+# Issue 19's rule: the engines name no device protocol (they work through the hooks).
+Scripts/protocol-names.sh --check >"$logs/protocol-names.log" 2>&1 \
+  || { cat "$logs/protocol-names.log" >&2; echo "gattlab: error: an engine names a device protocol (above); move the code to its protocol's folder behind a hook" >&2; exit 1; }
+
 "$SWIFT" build --build-tests 2>&1 | tee "$logs/build.log"
 rc=${PIPESTATUS[0]}
 [ "$rc" = 0 ] || { echo "gattlab: error: the build failed (exit $rc; log: $logs/build.log)" >&2; exit "$rc"; }
