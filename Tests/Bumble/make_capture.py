@@ -883,6 +883,8 @@ async def run_improv(rig: Rig, name: str, v: dict) -> dict:
     into writes of 20 bytes; the device joins them, reports PROVISIONING, then PROVISIONED with
     the next URL (or UNABLE_TO_CONNECT for a wrong password)."""
     fail = v.get("fail", False)
+    # A buggy app first: a frame whose checksum is off by one, then a command the spec lacks.
+    garbled = v.get("garbled", False)
     dev = {"state": 0x01, "held": b""}
     connections = []
 
@@ -955,6 +957,13 @@ async def run_improv(rig: Rig, name: str, v: dict) -> dict:
     await notify(state_char, bytes([0x02]), 1500)
     assert await states.next() == bytes([0x02])
     rpc = characteristic(peer, IMPROV_RPC)
+    if garbled:
+        bad = bytearray(improv_frame(0x03, []))
+        bad[-1] = (bad[-1] + 1) & 0xFF
+        await peer.write_value(rpc, bytes(bad), with_response=True)
+        assert await errors.next() == bytes([0x01])
+        await peer.write_value(rpc, improv_frame(0x42, []), with_response=True)
+        assert await errors.next() == bytes([0x02])
     await peer.write_value(rpc, improv_frame(0x03, []), with_response=True)
     await results.next()
     password = b"not-the-password" if fail else PASSWORD.encode()
@@ -1000,6 +1009,7 @@ EXTRA_CAPTURES: dict[str, tuple] = {"speaker-ota-pairing": (run_speaker, "ota-pa
 # WIFI_SETTINGS in 20-byte writes, PROVISIONED with the next URL, or UNABLE_TO_CONNECT.
 EXTRA_CAPTURES["improv-provisioning"] = (run_improv, "success", {})
 EXTRA_CAPTURES["improv-unable-to-connect"] = (run_improv, "unable-to-connect", {"fail": True})
+EXTRA_CAPTURES["improv-garbled-commands"] = (run_improv, "garbled-commands", {"garbled": True})
 CAPTURES["nrf7-provisioning"] = (run_nrf7, "success", {})
 CAPTURES["nrf7-auth-error"] = (run_nrf7, "auth-error", {"fail": True})
 CAPTURES["esp-sec0"] = (run_esp, "sec0", {"sec": 0})

@@ -77,4 +77,18 @@ final class ImprovBumbleTests: XCTestCase {
         let ids = Set((t["findings"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String })
         XCTAssertTrue(ids.contains("improv.unable-to-connect"), "\(ids)")
     }
+
+    /// An app that sends a frame with a wrong checksum and a command the spec lacks: the timeline
+    /// names each fault twice, as GATTLab reads the frame and as the device answered it.
+    func testGarbledCommandsAreToldFromTheFrameAndFromTheDevice() throws {
+        let t = try timeline(try make("improv-garbled-commands"))
+        let findings = (t["findings"] as? [[String: Any]] ?? []).map { ($0["id"] as? String ?? "", $0["evidence"] as? String ?? "") }
+        let checksum = findings.filter { $0.0 == "improv.bad-checksum" }.map(\.1)
+        let unknown = findings.filter { $0.0 == "improv.unknown-command" }.map(\.1)
+        XCTAssertTrue(checksum.contains { $0.hasPrefix("improv.command at ") && $0.contains("checksum 0x04, the bytes sum to 0x03") }, "\(findings)")
+        XCTAssertTrue(checksum.contains { $0.hasPrefix("the device answered INVALID_RPC_PACKET at ") }, "\(findings)")
+        XCTAssertTrue(unknown.contains { $0.hasPrefix("command 0x42 is not in the spec at ") }, "\(findings)")
+        XCTAssertTrue(unknown.contains { $0.hasPrefix("the device answered UNKNOWN_RPC_COMMAND at ") }, "\(findings)")
+        XCTAssertEqual(phases(t)["provisioning"], "ok", "the app recovers and provisions")
+    }
 }

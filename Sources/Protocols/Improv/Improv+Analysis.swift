@@ -89,28 +89,48 @@ extension ImprovProtocol: ProtocolAnalysis {
         }
     }
 
-    private static func badFrames(_ c: Diagnoses.Context) -> [Diagnoses.Hit] {
+    /// Events where the decoder found one of `problems` in a frame, or where the device's Error
+    /// State said `deviceError` (its own word for the same fault).
+    private static func frameFaults(_ c: Diagnoses.Context, problems: Set<String>, deviceError: Int, named name: String,
+                                    evidence: @escaping (Diagnoses.Context, TimelineEvent, ProtocolProblem) -> String) -> [Diagnoses.Hit] {
         c.events.compactMap { e in
-            if let p = e.problems.first(where: { $0.id == "improv.bad-checksum" || $0.id == "improv.bad-length" }) {
-                return Diagnoses.Hit(device: e.device, time: e.time, frames: e.frames, evidence: "\(e.kind) at \(c.seconds(e.time)): \(p.message)")
+            if let p = e.problems.first(where: { problems.contains($0.id) }) {
+                return Diagnoses.Hit(device: e.device, time: e.time, frames: e.frames, evidence: evidence(c, e, p))
             }
-            if let x = e.message as? Improv.ErrorState, x.error.raw == 1 {
-                return Diagnoses.Hit(device: e.device, time: e.time, frames: e.frames, evidence: "the device answered INVALID_RPC_PACKET at \(c.seconds(e.time))")
+            if let x = e.message as? Improv.ErrorState, x.error.raw == deviceError {
+                return Diagnoses.Hit(device: e.device, time: e.time, frames: e.frames, evidence: "the device answered \(name) at \(c.seconds(e.time))")
             }
             return nil
         }
+    }
+
+    private static func badFrames(_ c: Diagnoses.Context) -> [Diagnoses.Hit] {
+        frameFaults(c, problems: ["improv.bad-checksum", "improv.bad-length"], deviceError: 1, named: "INVALID_RPC_PACKET") { c, e, p in
+            "\(e.kind) at \(c.seconds(e.time)): \(p.message)"
+        }
+    }
+
+    /// The connection's MTU at an event, when the timeline knows it.
+    private static func mtu(_ e: TimelineEvent, _ c: Diagnoses.Context) -> Int? {
+        e.connection.flatMap { c.timeline.connections.indices.contains($0) ? c.timeline.connections[$0].mtu : nil }
+    }
+
+    /// A result without its checksum byte that fills a notification: cut by the MTU, one byte short.
+    private static func isCutByOneByte(_ e: TimelineEvent, mtu: Int?) -> Bool {
+        guard let r = e.message as? Improv.Result, let mtu else { return false }
+        return r.checksum == .absent && r.frameLength == mtu - 3
     }
 
     /// A result notification as long as the link allows that is shorter than its length byte says.
     private static func truncatedResults(_ c: Diagnoses.Context) -> [Diagnoses.Hit] {
         c.events.compactMap { e in
             guard e.kind == "improv.result" else { return nil }
-            let mtu = e.connection.flatMap { c.timeline.connections.indices.contains($0) ? c.timeline.connections[$0].mtu : nil }
+            let mtu = mtu(e, c)
             if let p = e.problems.first(where: { $0.id == "improv.frame-cut" }) {
                 return Diagnoses.Hit(device: e.device, time: e.time, frames: e.frames,
                                      evidence: "a result at \(c.seconds(e.time)): \(p.message)\(mtu.map { "; MTU \($0)" } ?? "")")
             }
-            if let r = e.message as? Improv.Result, r.checksum == .absent, let mtu, r.frameLength == mtu - 3 {
+            if isCutByOneByte(e, mtu: mtu), let r = e.message as? Improv.Result, let mtu {
                 return Diagnoses.Hit(device: e.device, time: e.time, frames: e.frames,
                                      evidence: "result to \(r.command) at \(c.seconds(e.time)) fills the \(mtu - 3) bytes of a notification at MTU \(mtu) and lacks its checksum: cut one byte short")
             }
@@ -122,21 +142,14 @@ extension ImprovProtocol: ProtocolAnalysis {
     private static func missingChecksums(_ c: Diagnoses.Context) -> [Diagnoses.Hit] {
         c.events.compactMap { e in
             guard e.problems.contains(where: { $0.id == "improv.checksum-missing" }) else { return nil }
-            let mtu = e.connection.flatMap { c.timeline.connections.indices.contains($0) ? c.timeline.connections[$0].mtu : nil }
-            if let r = e.message as? Improv.Result, let mtu, r.frameLength == mtu - 3 { return nil }
+            if isCutByOneByte(e, mtu: mtu(e, c)) { return nil }
             return Diagnoses.Hit(device: e.device, time: e.time, frames: e.frames, evidence: "\(e.kind) at \(c.seconds(e.time)) has no checksum byte")
         }
     }
 
     private static func unknownCommands(_ c: Diagnoses.Context) -> [Diagnoses.Hit] {
-        c.events.compactMap { e in
-            if let p = e.problems.first(where: { $0.id == "improv.unknown-command" }) {
-                return Diagnoses.Hit(device: e.device, time: e.time, frames: e.frames, evidence: "\(p.message) at \(c.seconds(e.time))")
-            }
-            if let x = e.message as? Improv.ErrorState, x.error.raw == 2 {
-                return Diagnoses.Hit(device: e.device, time: e.time, frames: e.frames, evidence: "the device answered UNKNOWN_RPC_COMMAND at \(c.seconds(e.time))")
-            }
-            return nil
+        frameFaults(c, problems: ["improv.unknown-command"], deviceError: 2, named: "UNKNOWN_RPC_COMMAND") { c, e, p in
+            "\(p.message) at \(c.seconds(e.time))"
         }
     }
 
