@@ -38,6 +38,19 @@ public struct DeviceAdvertising: Sendable {
     public var protocolServices: [BluetoothUUID] = []
     /// The signal just before each failed connection (at most `AdvertisingTracker.maxFailureWindows`).
     public var failureWindows: [FailureWindow] = []
+    /// What the device announced in service data that a protocol reads (Improv's state and
+    /// capabilities): the first report, then each change, in order (at most
+    /// `AdvertisingTracker.maxAnnouncements`; `announcementsNotKept` counts the rest).
+    public var announcements: [Announcement] = []
+    public var announcementsNotKept = 0
+
+    public struct Announcement: Sendable, Hashable {
+        public var time: Int64
+        public var frame: Int
+        /// The protocol that read it (`improv`).
+        public var `protocol`: String
+        public var state: AdvertisedState
+    }
 
     /// The reports heard in the window before one failed connection (a failed attempt, or a link
     /// that ended 0x3E or 0x08): at most the last `AdvertisingTracker.windowReports` within
@@ -82,6 +95,7 @@ struct AdvertisingTracker {
     static let windowLength: Int64 = 10_000_000
     static let windowReports = 20
     static let maxFailureWindows = 16
+    static let maxAnnouncements = 16
 
     struct Track {
         var summary: DeviceAdvertising
@@ -91,6 +105,8 @@ struct AdvertisingTracker {
         var bucket: Int64 = 1_000_000
         /// The last `windowReports` reports with an RSSI, oldest first.
         var recent: [(time: Int64, rssi: Int)] = []
+        /// The last service data per UUID a protocol reads, so that only a change is read again.
+        var serviceData: [BluetoothUUID: [UInt8]] = [:]
     }
 
     var tracks: [String: Track] = [:]
@@ -172,11 +188,12 @@ extension AdvertisingTracker.Track {
                     summary.services.append(u)
                     recognise(u, protocols)
                 }
-            case .serviceData(let u, _):
+            case .serviceData(let u, let data):
                 if !summary.services.contains(u), summary.services.count < AdvertisingTracker.maxServices {
                     summary.services.append(u)
                     recognise(u, protocols)
                 }
+                if summary.protocolServices.contains(u) { announce(u, data, time: t, frame: f, protocols) }
             case .manufacturerData(let c, _):
                 if !summary.companies.contains(c), summary.companies.count < AdvertisingTracker.maxCompanies { summary.companies.append(c) }
             default:
@@ -191,6 +208,21 @@ extension AdvertisingTracker.Track {
         recent.append((t, rssi))
         if recent.count > AdvertisingTracker.windowReports { recent.removeFirst(recent.count - AdvertisingTracker.windowReports) }
         addToSeries(rssi, time: t)
+    }
+
+    /// Reads claimed service data when it differs from the last this device sent under that UUID,
+    /// and keeps what a protocol read there when that changed.
+    private mutating func announce(_ uuid: BluetoothUUID, _ data: [UInt8], time t: Int64, frame f: Int, _ protocols: ProtocolSet) {
+        guard serviceData[uuid] != data else { return }
+        serviceData[uuid] = data
+        for (name, state) in protocols.advertisedStates(serviceData: data, uuid: uuid) {
+            if summary.announcements.last(where: { $0.protocol == name })?.state == state { continue }
+            guard summary.announcements.count < AdvertisingTracker.maxAnnouncements else {
+                summary.announcementsNotKept += 1
+                continue
+            }
+            summary.announcements.append(.init(time: t, frame: f, protocol: name, state: state))
+        }
     }
 
     private mutating func addToSeries(_ rssi: Int, time t: Int64) {

@@ -106,6 +106,11 @@ public protocol DeviceProtocol: Sendable {
     /// Service UUIDs a device running this protocol advertises, to recognise it before any
     /// connection (none by default).
     static var advertisedServices: Set<BluetoothUUID> { get }
+    /// What the protocol reads in an advertisement's service data under one of its
+    /// `advertisedServices` (Improv: the device's state and capabilities), so a timeline can say
+    /// what a device announced before, between and after its connections; nil when it reads
+    /// nothing there (the default).
+    static func advertisedState(serviceData: [UInt8], uuid: BluetoothUUID) -> AdvertisedState?
     /// Keys the user may give to read encrypted sessions (`--esp-pop`); none by default.
     static var keys: [ProtocolKeyOption] { get }
     /// Names of its 128-bit UUIDs (its service, its characteristics), as every output shows
@@ -138,6 +143,7 @@ public protocol DeviceProtocol: Sendable {
 extension DeviceProtocol {
     public static var endpointNames: Set<String> { [] }
     public static var advertisedServices: Set<BluetoothUUID> { [] }
+    public static func advertisedState(serviceData: [UInt8], uuid: BluetoothUUID) -> AdvertisedState? { nil }
     public static var keys: [ProtocolKeyOption] { [] }
     public static var uuidNames: [BluetoothUUID: String] { [:] }
     public static var shortName: String { "" }
@@ -152,5 +158,36 @@ extension DeviceProtocol {
     public static var builtInAttributeTable: (name: String?, table: AttributeTable)? {
         guard let json = builtInTable else { return nil }
         return try? GATTTableFile.parse(Data(json.utf8), source: "built-in profile \(shortName)")
+    }
+}
+
+/// What a protocol read in one advertisement's service data: one line for people, named values
+/// for JSON, and what was wrong with the bytes.
+public struct AdvertisedState: Sendable, Hashable {
+    public enum Value: Sendable, Hashable {
+        case text(String)
+        case int(Int)
+        case list([String])
+    }
+
+    /// `state AUTHORIZATION_REQUIRED, capabilities IDENTIFY, DEVICE_INFO`.
+    public var summary: String
+    /// In the order the protocol gives them (`state`, `capabilities`).
+    public var fields: [(name: String, value: Value)]
+    public var problems: [ProtocolProblem]
+
+    public init(summary: String, fields: [(name: String, value: Value)] = [], problems: [ProtocolProblem] = []) {
+        self.summary = summary
+        self.fields = fields
+        self.problems = problems
+    }
+
+    public static func == (a: AdvertisedState, b: AdvertisedState) -> Bool {
+        a.summary == b.summary && a.problems == b.problems && a.fields.elementsEqual(b.fields) { $0.name == $1.name && $0.value == $1.value }
+    }
+
+    public func hash(into h: inout Hasher) {
+        h.combine(summary)
+        h.combine(problems)
     }
 }

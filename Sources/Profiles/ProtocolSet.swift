@@ -30,6 +30,15 @@ public struct ProtocolSet: Sendable {
         types.filter { $0.advertisedServices.contains(uuid) }.map { $0.name }
     }
 
+    /// What the registered protocols that claim this service UUID read in its service data
+    /// (protocol name, what it read), in registration order.
+    public func advertisedStates(serviceData: [UInt8], uuid: BluetoothUUID) -> [(protocol: String, state: AdvertisedState)] {
+        types.compactMap { type in
+            guard type.advertisedServices.contains(uuid), let s = type.advertisedState(serviceData: serviceData, uuid: uuid) else { return nil }
+            return (type.name, s)
+        }
+    }
+
     /// Short names of the protocols with a built-in table (`--profile NAME`), in registration order.
     public var builtInNames: [String] { types.filter { $0.builtInTable != nil }.map { $0.shortName } }
 

@@ -225,6 +225,7 @@ footer { margin-top: 18px; color: var(--muted); font-size: 12px; }
     if (arr(a.services).length) facts.push("services " + arr(a.services).map(str).join(", "));
     if (arr(a.protocols).length) facts.push("looks like " + arr(a.protocols).map(str).join(", "));
     box.appendChild(el("p", "summary", "Advertising: " + facts.join(" · ")));
+    for (const n of objs(a.announcements)) box.appendChild(el("p", "summary", "announced (" + str(n.protocol) + ") at " + fmtT(num(n.time)) + " s: " + str(n.summary)));
     const pts = objs(r.series).filter((p) => num(p.time) !== null && num(p.mean) !== null);
     if (pts.length > 1) {
       const W = 240, H = 40, lo = Math.min(-100, ...pts.map((p) => num(p.min) ?? p.mean)), hi = Math.max(-30, ...pts.map((p) => num(p.max) ?? p.mean));

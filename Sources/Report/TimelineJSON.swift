@@ -79,6 +79,30 @@ public enum TimelineJSON {
         }
         w.endArray()
         w.key("protocols"); w.beginArray(); a.protocols.forEach { w.string($0) }; w.endArray()
+        // Only where a protocol read service data, so other timelines keep their shape.
+        if !a.announcements.isEmpty {
+            w.key("announcements"); w.beginArray()
+            for n in a.announcements {
+                w.beginObject()
+                time("time", n.time)
+                w.field("frame", n.frame)
+                w.field("protocol", n.protocol)
+                w.field("summary", n.state.summary)
+                w.key("fields"); w.beginObject()
+                for (name, value) in n.state.fields {
+                    switch value {
+                    case .text(let t): w.field(name, t)
+                    case .int(let i): w.field(name, i)
+                    case .list(let l): w.key(name); w.beginArray(); l.forEach { w.string($0) }; w.endArray()
+                    }
+                }
+                w.endObject()
+                w.key("problems"); w.beginArray(); n.state.problems.forEach { w.string($0.id) }; w.endArray()
+                w.endObject()
+            }
+            w.endArray()
+            if a.announcementsNotKept > 0 { w.field("announcementsNotKept", a.announcementsNotKept) }
+        }
         w.key("rssi"); w.beginObject()
         w.field("min", a.rssiMin); w.field("max", a.rssiMax); w.field("median", a.rssiMedian)
         w.key("series"); w.beginArray()

@@ -47,6 +47,12 @@ public enum TimelineText {
                 if !a.services.isEmpty { line += ", services " + a.services.map(\.description).joined(separator: ", ") }
                 if !a.protocols.isEmpty { line += ", looks like " + a.protocols.joined(separator: ", ") }
                 out += line + "\n"
+                for n in a.announcements {
+                    out += "    announced (\(n.protocol)) at \(at(n.time)): \(n.state.summary)"
+                    if !n.state.problems.isEmpty { out += colors.dim("  [" + n.state.problems.map(\.id).joined(separator: ", ") + "]") }
+                    out += colors.dim("  #\(n.frame)") + "\n"
+                }
+                if a.announcementsNotKept > 0 { out += "    " + colors.dim("\(a.announcementsNotKept) later changes not kept") + "\n" }
             }
             let findings = t.findings.filter { $0.device == d.id }
             if !findings.isEmpty {

@@ -7,6 +7,7 @@ import XCTest
 @testable import Analysis
 @testable import Emulator
 import Protocols
+import Report
 
 /// Advertising in timelines: per-device summaries, advertise-only devices kept readable, and the
 /// advertising diagnoses, on phone logs built event by event.
@@ -190,5 +191,43 @@ final class AdvertisingTimelineTests: XCTestCase {
         let d = try XCTUnwrap(t.devices.first { $0.address == "F4:01:02:03:04:05" }, "the provisioning device is the most relevant")
         XCTAssertLessThanOrEqual(d.advertising?.rssi.count ?? 0, AdvertisingTracker.maxSeries)
         XCTAssertEqual(d.advertising?.rssi.reduce(0) { $0 + $1.count }, 500)
+    }
+
+    /// A protocol that reads its service data (Improv's 0x4677: state, capabilities) has the
+    /// device's announcements in its timeline: the first, then each change, with what was wrong.
+    func testServiceDataAProtocolReadsIsAnnouncedOncePerChange() throws {
+        let improv: [UInt8] = [0xE4, 0x01, 0x02, 0x03, 0x04, 0x06]
+        func ad(_ data: [UInt8]) -> [UInt8] { [0x02, 0x01, 0x06, UInt8(data.count + 3), 0x16, 0x77, 0x46] + data }
+        var log = Log()
+        for _ in 0..<3 { log.advertise(improv, rssi: -55, ad: ad([0x01, 0x03, 0, 0, 0, 0])) }
+        for _ in 0..<2 { log.advertise(improv, rssi: -55, ad: ad([0x02, 0x03, 0, 0, 0, 0])) }
+        log.advertise(improv, rssi: -55, ad: ad([0x04, 0x03, 0, 0, 0, 0]))
+        log.advertise(improv, rssi: -55, ad: ad([0x04]))
+        log.advertise(other, rssi: -55, ad: [0x02, 0x01, 0x06, 0x05, 0x16, 0x0F, 0x18, 0x55])  // battery service data: nobody's
+        let t = log.timeline()
+        let a = try XCTUnwrap(t.devices.first { $0.address == "E4:01:02:03:04:06" }?.advertising)
+        XCTAssertEqual(a.protocols, ["improv"])
+        XCTAssertEqual(a.announcements.map(\.state.summary), [
+            "state AUTHORIZATION_REQUIRED, capabilities IDENTIFY, DEVICE_INFO",
+            "state AUTHORIZED, capabilities IDENTIFY, DEVICE_INFO",
+            "state PROVISIONED, capabilities IDENTIFY, DEVICE_INFO",
+            "state PROVISIONED",
+        ])
+        XCTAssertEqual(a.announcements.map(\.frame), [1, 4, 6, 7])
+        XCTAssertEqual(a.announcements.last?.state.problems.map(\.id), ["improv.service-data-length"])
+        XCTAssertTrue(t.devices.first { $0.address == "C0:11:12:13:14:15" }?.advertising?.announcements.isEmpty ?? false)
+        let text = TimelineText.render(t, options: RenderOptions())
+        XCTAssertTrue(text.contains("announced (improv) at "), text)
+        XCTAssertTrue(text.contains(": state AUTHORIZED, capabilities IDENTIFY, DEVICE_INFO  #4"), text)
+    }
+
+    /// A device that changes its service data on every report keeps 16 announcements.
+    func testAnnouncementsStayBounded() throws {
+        let improv: [UInt8] = [0xE4, 0x01, 0x02, 0x03, 0x04, 0x06]
+        var log = Log()
+        for i in 0..<100 { log.advertise(improv, rssi: -55, ad: [0x02, 0x01, 0x06, 0x09, 0x16, 0x77, 0x46, UInt8(i % 2 + 1), UInt8(i % 256), 0, 0, 0, 0]) }
+        let a = try XCTUnwrap(log.timeline().devices.first?.advertising)
+        XCTAssertEqual(a.announcements.count, 16)
+        XCTAssertEqual(a.announcementsNotKept, 84)
     }
 }

@@ -48,6 +48,14 @@ final class ImprovBumbleTests: XCTestCase {
         XCTAssertEqual(device["outcome"] as? String, "succeeded", "\(device)")
         XCTAssertTrue((device["summary"] as? String ?? "").contains("http://bumble-improv.local/setup"), "\(device)")
         XCTAssertEqual(phases(t)["authorization"], "ok")
+        // Bumble advertised the 0x4677 service data (state 1, capabilities 3): read by the
+        // Improv protocol before any connection, once however many reports repeat it.
+        let advertising = try XCTUnwrap(device["advertising"] as? [String: Any], "\(device)")
+        let announced = try XCTUnwrap(advertising["announcements"] as? [[String: Any]], "\(advertising)")
+        XCTAssertEqual(announced.count, 1, "\(announced)")
+        let fields = announced.first?["fields"] as? [String: Any]
+        XCTAssertEqual(fields?["state"] as? String, "AUTHORIZATION_REQUIRED")
+        XCTAssertEqual(fields?["capabilities"] as? [String], ["IDENTIFY", "DEVICE_INFO"])
         XCTAssertEqual(phases(t)["provisioning"], "ok")
         XCTAssertEqual(Set((t["findings"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String }), ["improv.rpc-split"])
 

@@ -11,6 +11,22 @@ public struct ImprovProtocol: DeviceProtocol {
     public static let name = "improv"
     public static let shortName = "improv"
     public static let advertisedServices: Set<BluetoothUUID> = [Improv.service, Improv.serviceDataUUID]
+
+    /// The 0x4677 service data: the state and capabilities the device announces while it
+    /// advertises (a phone app shows "needs authorization" from it before connecting).
+    public static func advertisedState(serviceData: [UInt8], uuid: BluetoothUUID) -> AdvertisedState? {
+        guard uuid == Improv.serviceDataUUID else { return nil }
+        let (data, problems) = Improv.ServiceData.decode(serviceData)
+        guard let data else { return AdvertisedState(summary: "empty service data", problems: problems) }
+        var summary = "state \(data.state)"
+        var fields: [(name: String, value: AdvertisedState.Value)] = [("state", .text(data.state.description))]
+        if let c = data.capabilities {
+            let names = Improv.capabilityList(c)
+            summary += ", capabilities " + (names.isEmpty ? "none" : names.joined(separator: ", "))
+            fields.append(("capabilities", .list(names)))
+        }
+        return AdvertisedState(summary: summary, fields: fields, problems: problems)
+    }
     /// The names the specification gives them, as every output shows them.
     public static let uuidNames: [BluetoothUUID: String] = [
         Improv.service: "Improv Wi-Fi service",
