@@ -14,19 +14,43 @@ public enum CredentialValues {
                         step: Int, protocols: ProtocolSet) throws(ReplayError) -> [UInt8] {
         let given = CredentialSettings(settings)
         for type in protocols.replaying {
-            do throws(CredentialRebuildError) {
-                if let value = try type.rebuildCredentials(recorded, format: field.format, redacted: field.redacted, settings: given) {
-                    return value
-                }
-            } catch {
-                switch error {
-                case .needs(let name):
-                    throw .usage("step \(step) writes \(field.format) whose \(name) was redacted at extraction; give it with --set \(name)=...")
-                case .undecodable(let what):
-                    throw .usage("step \(step): \(what) does not decode, so --set cannot rebuild it")
-                }
+            if let value = try asked(step: step, format: field.format, { () throws(CredentialRebuildError) in
+                try type.rebuildCredentials(recorded, format: field.format, redacted: field.redacted, settings: given)
+            }) {
+                return value
             }
         }
         throw .usage("step \(step): unknown credentials format '\(field.format)'")
+    }
+
+    /// The writes to send for a value cut across the write steps `steps` (consecutive writes to
+    /// one characteristic, the first `first`, 1-based), rebuilt with `settings` by the protocol
+    /// that knows its format: how many steps it took and the pieces to send (a new password may
+    /// need more writes than were recorded, or fewer). Nil when no protocol reads them as one.
+    public static func rebuildCut(_ pieces: [[UInt8]], _ field: ReplayStep.CredentialField, redacted: Bool, settings: [String: String],
+                                  first: Int, protocols: ProtocolSet) throws(ReplayError) -> (consumed: Int, pieces: [[UInt8]])? {
+        let given = CredentialSettings(settings)
+        for type in protocols.replaying {
+            if let cut = try asked(step: first, format: field.format, { () throws(CredentialRebuildError) in
+                try type.rebuildCutCredentials(pieces, format: field.format, redacted: redacted, settings: given)
+            }), cut.consumed > 0, cut.consumed <= pieces.count {
+                return cut
+            }
+        }
+        return nil
+    }
+
+    /// A protocol's answer, its errors in the replay's words.
+    private static func asked<T>(step: Int, format: String, _ body: () throws(CredentialRebuildError) -> T?) throws(ReplayError) -> T? {
+        do throws(CredentialRebuildError) {
+            return try body()
+        } catch {
+            switch error {
+            case .needs(let name):
+                throw .usage("step \(step) writes \(format) whose \(name) was redacted at extraction; give it with --set \(name)=...")
+            case .undecodable(let what):
+                throw .usage("step \(step): \(what) does not decode, so --set cannot rebuild it")
+            }
+        }
     }
 }

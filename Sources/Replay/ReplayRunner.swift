@@ -91,18 +91,51 @@ public struct ReplayRunner {
     }
 
     /// Checks what the run needs before anything is sent: every redacted secret has its `--set`.
-    public func values() throws(ReplayError) -> [Int: [UInt8]] {
+    /// The value each write step sends (for a value cut across writes, the bytes of its pieces).
+    public func values() throws(ReplayError) -> [Int: [UInt8]] { try writes().values }
+
+    /// What each write step sends: `values` by step index, and `cuts`, the piece lengths for a
+    /// step that sends its value in other than one write (a credentials value rebuilt for `--set`
+    /// that needs more writes than were recorded, the extra ones sent by the last step; or fewer,
+    /// which leaves later steps none).
+    func writes() throws(ReplayError) -> (values: [Int: [UInt8]], cuts: [Int: [Int]]) {
         var values: [Int: [UInt8]] = [:]
-        for (i, step) in script.steps.enumerated() {
+        var cuts: [Int: [Int]] = [:]
+        let steps = script.steps
+        var i = 0
+        while i < steps.count {
+            defer { i += 1 }
+            let step = steps[i]
             guard let hex = step.value, let bytes = Hex.bytes(hex) else { continue }
-            if let field = step.credentials, step.plain == nil {
-                values[i] = try CredentialValues.rebuild(bytes, field, settings: options.settings, step: i + 1, protocols: options.protocols)
-            } else {
+            guard let field = step.credentials, step.plain == nil else {
                 values[i] = bytes
+                continue
             }
+            // Consecutive credentials writes to one characteristic may be one value cut in pieces.
+            var run = [bytes]
+            var redacted = field.redacted
+            while i + run.count < steps.count, run.count < 64 {
+                let next = steps[i + run.count]
+                guard next.action == .write, next.characteristic == step.characteristic, next.plain == nil,
+                      let c = next.credentials, let b = next.value.flatMap(Hex.bytes) else { break }
+                run.append(b)
+                redacted = redacted || c.redacted
+            }
+            if run.count > 1, let cut = try CredentialValues.rebuildCut(run, field, redacted: redacted, settings: options.settings,
+                                                                         first: i + 1, protocols: options.protocols) {
+                for t in 0..<cut.consumed {
+                    let last = t == cut.consumed - 1
+                    let mine = last ? Array(cut.pieces.dropFirst(t)) : (t < cut.pieces.count ? [cut.pieces[t]] : [])
+                    values[i + t] = mine.flatMap { $0 }
+                    if mine.count != 1 { cuts[i + t] = mine.map(\.count) }
+                }
+                i += cut.consumed - 1
+                continue
+            }
+            values[i] = try CredentialValues.rebuild(bytes, field, settings: options.settings, step: i + 1, protocols: options.protocols)
         }
         _ = try sessionDrivers()  // their --set needs (a password in plaintext, a PoP) too
-        return values
+        return (values, cuts)
     }
 
     /// A fresh session of each protocol that has steps in the script, in registration order.
@@ -115,8 +148,8 @@ public struct ReplayRunner {
     }
 
     public func run(on link: any TimedATTBearer & LinkControl, target: String) async throws(ReplayError) -> ReplayReport {
-        let values = try values()
-        let run = Run(script: script, options: options, link: link, values: values, sessions: try sessionDrivers())
+        let writes = try writes()
+        let run = Run(script: script, options: options, link: link, values: writes.values, cuts: writes.cuts, sessions: try sessionDrivers())
         let startedAt = await link.now()
         let outcomes = await run.go()
         let endedAt = await link.now()
@@ -135,6 +168,8 @@ public final class Run: @unchecked Sendable {
     public let link: any TimedATTBearer & LinkControl
     public let central: ScriptedCentral
     let values: [Int: [UInt8]]
+    /// Steps whose value goes in other than one write: the length of each (`ReplayRunner.writes`).
+    let cuts: [Int: [Int]]
     /// The protocols' own sessions, offered each step first.
     let sessions: [any ReplaySessionDriver]
     var outcomes: [StepOutcome] = []
@@ -154,7 +189,8 @@ public final class Run: @unchecked Sendable {
     var progress: Bool { options.comparison == .progress }
 
     init(script: SessionScript, options: ReplayOptions, link: any TimedATTBearer & LinkControl, values: [Int: [UInt8]],
-         sessions: [any ReplaySessionDriver]) {
+         cuts: [Int: [Int]] = [:], sessions: [any ReplaySessionDriver]) {
+        self.cuts = cuts
         self.script = script
         self.options = options
         self.link = link
@@ -311,7 +347,11 @@ public final class Run: @unchecked Sendable {
                 o.skip("a write; --allow-writes sends it")
                 return
             }
-            try await write(handle, values[index] ?? [], step, &o)
+            if let lengths = cuts[index] {
+                try await writePieces(handle, values[index] ?? [], lengths: lengths, step, &o)
+            } else {
+                try await write(handle, values[index] ?? [], step, &o)
+            }
         case .notification:
             if options.readOnly {
                 o.skip("follows writes that were not sent")
@@ -535,6 +575,34 @@ public final class Run: @unchecked Sendable {
             let cancel = step.meaning?.hasPrefix("cancelled") == true
             record(try await request(.executeWriteRequest(flags: cancel ? 0 : 1)), step, &o)
         }
+    }
+
+    /// A step that sends its part of a rebuilt value in other than one write: each piece as the
+    /// step's method, the last answer judged; an error answer stops the step there. None left
+    /// (the rebuilt value took fewer writes than were recorded): nothing is sent.
+    func writePieces(_ handle: UInt16, _ value: [UInt8], lengths: [Int], _ step: ReplayStep, _ o: inout StepOutcome) async throws(Stop) {
+        guard !lengths.isEmpty else {
+            o.observe("nothing sent: the value rebuilt for --set ended at an earlier write")
+            return
+        }
+        var offset = 0
+        for (n, length) in lengths.enumerated() {
+            let piece = Array(value[offset..<min(value.count, offset + length)])
+            offset += length
+            if n == lengths.count - 1 {
+                try await write(handle, piece, step, &o)
+            } else if step.method == .command {
+                try await send(ATTPDU.writeCommand(handle: handle, value: piece).encode())
+            } else {
+                let answer = try await request(.writeRequest(handle: handle, value: piece))
+                if case .errorResponse = answer {
+                    // The device refused a piece: the rest would not make the value either.
+                    o.observe("piece \(n + 1) of \(lengths.count) of the rebuilt value refused")
+                    return record(answer, step, &o)
+                }
+            }
+        }
+        if lengths.count > 1 { o.observe("the rebuilt value's last \(lengths.count) pieces sent in this step") }
     }
 
     /// The run of notification steps starting at `index` on one characteristic whose

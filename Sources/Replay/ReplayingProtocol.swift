@@ -25,6 +25,13 @@ public protocol ReplayingProtocol: DeviceProtocol {
     /// `--set` gives; nil when the format is not its own. Throws what is missing to rebuild it.
     static func rebuildCredentials(_ recorded: [UInt8], format: String, redacted: Bool,
                                    settings: CredentialSettings) throws(CredentialRebuildError) -> [UInt8]?
+    /// A credentials value the phone cut across consecutive writes to one characteristic (a
+    /// command longer than the MTU allows), the first write in one of its formats: rebuilt whole
+    /// with what `--set` gives and cut again, each piece at most as long as the longest recorded
+    /// one (a new password may take more writes or fewer). `consumed`: how many of the given
+    /// writes made the value. Nil when the writes are not such a value of its own.
+    static func rebuildCutCredentials(_ pieces: [[UInt8]], format: String, redacted: Bool,
+                                      settings: CredentialSettings) throws(CredentialRebuildError) -> (consumed: Int, pieces: [[UInt8]])?
     /// Reads the recorded pace of its device from a script's steps into `cadence`.
     static func readCadence(_ steps: [ReplayStep], into cadence: inout RecordedCadence)
     /// What reads the Wi-Fi world (networks scanned, the join) from its steps; nil when its
@@ -38,6 +45,8 @@ extension ReplayingProtocol {
     public static func progressReader(for characteristic: BluetoothUUID) -> (any ProgressReading)? { nil }
     public static func rebuildCredentials(_ recorded: [UInt8], format: String, redacted: Bool,
                                           settings: CredentialSettings) throws(CredentialRebuildError) -> [UInt8]? { nil }
+    public static func rebuildCutCredentials(_ pieces: [[UInt8]], format: String, redacted: Bool,
+                                             settings: CredentialSettings) throws(CredentialRebuildError) -> (consumed: Int, pieces: [[UInt8]])? { nil }
     public static func readCadence(_ steps: [ReplayStep], into cadence: inout RecordedCadence) {}
     public static func worldReader() -> (any RecordedWorldReading)? { nil }
 }

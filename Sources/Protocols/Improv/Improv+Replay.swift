@@ -56,9 +56,10 @@ extension ImprovProtocol: ReplayingProtocol {
     public static func rebuildCredentials(_ recorded: [UInt8], format: String, redacted: Bool,
                                           settings: CredentialSettings) throws(CredentialRebuildError) -> [UInt8]? {
         if format == "improv-wifi-settings-piece" {
-            // One write of a command cut across several: rebuilding it needs the whole command.
+            // One write of a command cut across several that `rebuildCutCredentials` could not
+            // join (its other pieces missing): rebuilding it needs the whole command.
             guard redacted || settings.ssid != nil || settings.password != nil else { return recorded }
-            throw .undecodable("a piece of an Improv WIFI_SETTINGS cut across writes (a new password changes every piece and the checksum)")
+            throw .undecodable("a piece of an Improv WIFI_SETTINGS whose other pieces are not the next writes")
         }
         guard format == "improv-wifi-settings" else { return nil }
         if redacted, settings.password == nil { throw .needs("password") }
@@ -69,6 +70,32 @@ extension ImprovProtocol: ReplayingProtocol {
         c.checksum = .valid
         guard let bytes = c.encode() else { throw .undecodable("WIFI_SETTINGS with an SSID and password over 255 bytes together") }
         return bytes
+    }
+
+    /// A WIFI_SETTINGS the phone cut across writes (at MTU 23 every one is): the pieces that
+    /// make the frame's length joined, rebuilt as one command, and cut again at the longest
+    /// recorded piece (the phone's write size).
+    public static func rebuildCutCredentials(_ pieces: [[UInt8]], format: String, redacted: Bool,
+                                             settings: CredentialSettings) throws(CredentialRebuildError) -> (consumed: Int, pieces: [[UInt8]])? {
+        guard format == "improv-wifi-settings-piece", let first = pieces.first, first.count >= 2, first[0] == 0x01 else { return nil }
+        let total = Int(first[1]) + 3
+        var joined: [UInt8] = []
+        var consumed = 0
+        for p in pieces where joined.count < total {
+            joined += p
+            consumed += 1
+        }
+        // Pieces that overrun the frame, or too few of them, are not one command: each is then
+        // left to `rebuildCredentials` alone.
+        guard joined.count == total, consumed > 1 else { return nil }
+        let recorded = Array(pieces.prefix(consumed))
+        // A redacted script stars a continuation piece whole: an SSID that runs past the first
+        // piece lost its tail there.
+        if redacted, settings.ssid == nil, first.count >= 3, 3 + Int(first[2]) > first.count { throw .needs("ssid") }
+        guard let whole = try rebuildCredentials(joined, format: "improv-wifi-settings", redacted: redacted, settings: settings) else { return nil }
+        if whole == joined { return (consumed, recorded) }
+        let size = max(1, recorded.map(\.count).max() ?? 20)
+        return (consumed, stride(from: 0, to: whole.count, by: size).map { Array(whole[$0..<min(whole.count, $0 + size)]) })
     }
 
     public static func worldReader() -> (any RecordedWorldReading)? { ProvisioningWorld() }

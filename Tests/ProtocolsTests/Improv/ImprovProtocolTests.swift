@@ -2,6 +2,7 @@ import ATT
 import Capture
 import Profiles
 @testable import Protocols
+import Replay
 import XCTest
 
 /// ImprovProtocol: values into events, an RPC joined from several writes, problems, and the
@@ -104,6 +105,34 @@ final class ImprovProtocolTests: XCTestCase {
         XCTAssertEqual(b.secret, [0..<rest.count])
         XCTAssertNil(ImprovProtocol.credentials(in: T.hex("020002"), characteristic: Improv.rpcCommand, endpoint: nil))
         XCTAssertNil(ImprovProtocol.credentials(in: [0x05, 0x04, 0x03], characteristic: Improv.rpcCommand, endpoint: nil))
+    }
+
+    /// `--set` on a WIFI_SETTINGS cut across writes: the pieces that make the frame are joined,
+    /// rebuilt and cut again at the longest recorded piece; pieces that do not make one frame
+    /// are left alone; a redacted SSID that ran past the first piece must be given.
+    func testACutWiFiSettingsIsRebuiltWholeForSet() throws {
+        let pieces = [Array(settings[..<20]), Array(settings[20...])]
+        let set = CredentialSettings(["password": "0123456789abcdefghijklmnopqrstuvwxyz"])
+        let cut = try XCTUnwrap(try ImprovProtocol.rebuildCutCredentials(pieces + [[0x02, 0x00, 0x02]], format: "improv-wifi-settings-piece",
+                                                                          redacted: false, settings: set))
+        XCTAssertEqual(cut.consumed, 2, "the next command is not part of it")
+        XCTAssertEqual(cut.pieces.map(\.count), [20, 20, 13])
+        let c = try XCTUnwrap(Improv.Command.decode(cut.pieces.flatMap { $0 }).0)
+        XCTAssertEqual(c.password?.unsafeBytes, Array("0123456789abcdefghijklmnopqrstuvwxyz".utf8))
+        XCTAssertEqual(c.ssid, Array("MyWirelessAP".utf8))
+        XCTAssertEqual(c.checksum, .valid)
+        let same = try XCTUnwrap(try ImprovProtocol.rebuildCutCredentials(pieces, format: "improv-wifi-settings-piece", redacted: false,
+                                                                           settings: CredentialSettings([:])))
+        XCTAssertEqual(same.pieces, pieces, "no --set: the recorded writes")
+        XCTAssertNil(try ImprovProtocol.rebuildCutCredentials([pieces[0], pieces[1] + [0]], format: "improv-wifi-settings-piece",
+                                                              redacted: false, settings: set), "a piece that overruns the frame")
+        XCTAssertNil(try ImprovProtocol.rebuildCutCredentials(pieces, format: "speaker-credentials", redacted: false, settings: set))
+        // An SSID of 18 bytes runs past a first piece of 20 (3 header bytes).
+        let long = Improv.Command.wifiSettings(ssid: Array("ABCDEFGHIJKLMNOPQR".utf8), password: Array("secret-pass".utf8)).encode() ?? []
+        XCTAssertThrowsError(try ImprovProtocol.rebuildCutCredentials([Array(long[..<20]), Array(long[20...])], format: "improv-wifi-settings-piece",
+                                                                      redacted: true, settings: set)) { error in
+            guard case CredentialRebuildError.needs("ssid") = error else { return XCTFail("\(error)") }
+        }
     }
 
     func testBadFramesBecomeProblems() {
