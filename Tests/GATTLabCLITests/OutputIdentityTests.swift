@@ -1,0 +1,106 @@
+import Foundation
+import TestSupport
+import XCTest
+
+/// What every command prints, byte for byte, on every capture of Captures/ and every real
+/// capture, against digests taken before the speed work (issue 20): a faster decoder that
+/// changes one byte of one output fails here, naming the file and the command. A deliberate
+/// change of output regenerates the digests and shows up in review as changed lines:
+///   GATTLAB_UPDATE_OUTPUT_DIGESTS=1 swift test --filter OutputIdentityTests
+/// (with the real captures present, so their lines are kept). The digests cover stdout, stderr
+/// and the exit status; the one timing in any output (legacy pairing's "TK found ... in N ms")
+/// is read as "N ms".
+final class OutputIdentityTests: XCTestCase {
+    static let fixture = Harness.root.appendingPathComponent("Tests/GATTLabCLITests/Fixtures/output-digests.tsv")
+    static let commands: [[String]] = [
+        ["info"], ["info", "--format", "json"],
+        ["timeline"], ["timeline", "--format", "json"],
+        ["audit", "--format", "json"],
+        ["decode"], ["decode", "--format", "json"],
+    ]
+
+    /// One line of the fixture: `set`, the file (relative to its folder), the command, the digest.
+    struct Row: Hashable {
+        var set: String
+        var file: String
+        var command: String
+        var digest: String
+        var line: String { [set, file, command, digest].joined(separator: "\t") }
+    }
+
+    func testProjectCapturesPrintWhatTheyPrintedBefore() throws {
+        let files = try Files.projectCaptures().map { String($0.dropFirst(Harness.root.path.count + 1)) }
+        try check(set: "project", files: files, directory: Harness.root)
+    }
+
+    func testRealCapturesPrintWhatTheyPrintedBefore() throws {
+        let folder = try Harness.realCaptures
+        try check(set: "real", files: try RealCaptures.manifest(), directory: folder)
+    }
+
+    func check(set: String, files: [String], directory: URL) throws {
+        let gattlab = try Harness.gattlab
+        let jobs = files.flatMap { f in Self.commands.map { (f, $0) } }
+        nonisolated(unsafe) var rows = [Row?](repeating: nil, count: jobs.count)
+        nonisolated(unsafe) var failures: [String] = []
+        let lock = NSLock()
+        DispatchQueue.concurrentPerform(iterations: jobs.count) { i in
+            let (file, args) = jobs[i]
+            do {
+                let r = try Harness.run(gattlab, args + ["--no-color", file], environment: ["NO_COLOR": "1", "COLUMNS": "100"],
+                                        timeout: 300, directory: directory)
+                let text = Self.normalised("\(r.status)\n\(r.stdout)\u{0}\(r.stderr)")
+                let row = Row(set: set, file: file, command: args.joined(separator: " "), digest: Self.digest(text))
+                lock.withLock { rows[i] = row }
+            } catch {
+                lock.withLock { failures.append("\(file) \(args.joined(separator: " ")): \(error)") }
+            }
+        }
+        XCTAssertEqual(failures, [])
+        let now = rows.compactMap { $0 }
+        if ProcessInfo.processInfo.environment["GATTLAB_UPDATE_OUTPUT_DIGESTS"] == "1" {
+            let kept = try Self.load().filter { $0.set != set }
+            let lines = (kept + now).sorted { ($0.set, $0.file, $0.command) < ($1.set, $1.file, $1.command) }.map(\.line)
+            try (lines.joined(separator: "\n") + "\n").write(to: Self.fixture, atomically: true, encoding: .utf8)
+            return
+        }
+        let before = Dictionary(try Self.load().filter { $0.set == set }.map { ("\($0.file)\t\($0.command)", $0.digest) }) { a, _ in a }
+        var changed: [String] = []
+        for row in now {
+            guard let old = before["\(row.file)\t\(row.command)"] else {
+                changed.append("\(row.file): gattlab \(row.command): no digest recorded (a new capture? regenerate the digests)")
+                continue
+            }
+            if old != row.digest { changed.append("\(row.file): gattlab \(row.command) prints something else than before") }
+        }
+        let gone = Set(before.keys).subtracting(now.map { "\($0.file)\t\($0.command)" })
+        XCTAssertTrue(changed.isEmpty, "\(changed.count) outputs changed:\n" + changed.prefix(40).joined(separator: "\n"))
+        XCTAssertTrue(gone.isEmpty, "digests of captures no longer there: \(gone.sorted().prefix(10))")
+        XCTAssertGreaterThan(now.count, files.count * Self.commands.count - 1)
+    }
+
+    static func load() throws -> [Row] {
+        guard let text = try? String(contentsOf: fixture, encoding: .utf8) else { return [] }
+        return text.split(separator: "\n").compactMap { line in
+            let f = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
+            return f.count == 4 ? Row(set: f[0], file: f[1], command: f[2], digest: f[3]) : nil
+        }
+    }
+
+    /// The search time of a legacy pairing's TK is the only output that varies between runs.
+    static func normalised(_ text: String) -> String {
+        text.replacingOccurrences(of: #"in \d+ ms"#, with: "in N ms", options: .regularExpression)
+    }
+
+    /// FNV-1a, 64 bits, twice (forwards and with another basis): a change detector, not a MAC.
+    static func digest(_ text: String) -> String {
+        var a: UInt64 = 0xcbf2_9ce4_8422_2325, b: UInt64 = 0x6c62_272e_07bb_0142
+        var n = 0
+        for byte in text.utf8 {
+            a = (a ^ UInt64(byte)) &* 0x100_0000_01b3
+            b = (b ^ UInt64(byte)) &* 0x100_0000_01b3 ^ (b >> 29)
+            n += 1
+        }
+        return String(a, radix: 16) + String(b, radix: 16) + "-\(n)"
+    }
+}
