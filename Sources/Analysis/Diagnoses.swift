@@ -58,12 +58,25 @@ public enum Diagnoses {
         var protocols: [any ProtocolAnalysis.Type]
         /// Each device's events, grouped once: rules walk devices, and a capture may hold thousands.
         let byDevice: [Int: [TimelineEvent]]
+        /// Every failed Wi-Fi join, read once: the rules of every protocol ask about them for
+        /// each failure they see, and a day of captures holds thousands (asked of the whole
+        /// timeline each time, that was quadratic: minutes at 200k records).
+        let failedJoins: [Provisioning.Join]
+        /// The failures among them with a precise diagnosis, by time and frames.
+        private let explainedJoins: Set<EventKey>
+
+        struct EventKey: Hashable {
+            var time: Int64
+            var frames: [Int]
+        }
 
         init(timeline: Timeline, facts: Facts, protocols: [any ProtocolAnalysis.Type]) {
             self.timeline = timeline
             self.facts = facts
             self.protocols = protocols
             byDevice = Dictionary(grouping: timeline.events.filter { $0.device != nil }) { $0.device ?? -1 }
+            failedJoins = Provisioning.failedJoins(byDevice)
+            explainedJoins = Set(failedJoins.filter { $0.failure != nil }.map { EventKey(time: $0.event.time, frames: $0.event.frames) })
         }
 
         public var events: [TimelineEvent] { timeline.events }
@@ -74,7 +87,7 @@ public enum Diagnoses {
         public func events(of device: Int) -> [TimelineEvent] { byDevice[device] ?? [] }
         /// Whether a failed Wi-Fi join has a precise `wifi.*` diagnosis: a protocol's generic
         /// connection-failed rule leaves it to that one.
-        public func isExplainedJoinFailure(_ e: TimelineEvent) -> Bool { Provisioning.explained(e, in: self) }
+        public func isExplainedJoinFailure(_ e: TimelineEvent) -> Bool { explainedJoins.contains(EventKey(time: e.time, frames: e.frames)) }
     }
 
     /// No progress for longer than this during a download is a stall.

@@ -62,9 +62,8 @@ enum Provisioning {
 
     /// Every failed join of every device, once per failure (repeated status polls of the same
     /// failure count once).
-    static func failedJoins(_ timeline: Timeline) -> [Join] {
+    static func failedJoins(_ byDevice: [Int: [TimelineEvent]]) -> [Join] {
         var joins: [Join] = []
-        let byDevice = Dictionary(grouping: timeline.events.filter { $0.device != nil }) { $0.device ?? -1 }
         for d in byDevice.keys.sorted() {
             var ssid: [UInt8]?
             var scanned: [WiFiNetwork]?
@@ -149,15 +148,9 @@ enum Provisioning {
     }
 
     static func hits(_ c: Diagnoses.Context, _ failure: WiFiJoinCause) -> [Diagnoses.Hit] {
-        failedJoins(c.timeline).filter { $0.failure == failure }.map { j in
+        c.failedJoins.filter { $0.failure == failure }.map { j in
             Diagnoses.Hit(device: j.event.device, time: j.event.time, frames: j.event.frames, evidence: evidence(j, c))
         }
-    }
-
-    /// Whether a failure event has a precise diagnosis (the generic connection-failed rules
-    /// leave it to that one).
-    static func explained(_ e: TimelineEvent, in c: Diagnoses.Context) -> Bool {
-        failedJoins(c.timeline).contains { $0.event.frames == e.frames && $0.event.time == e.time && $0.failure != nil }
     }
 
     // MARK: Phases
