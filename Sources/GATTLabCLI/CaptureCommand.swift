@@ -239,7 +239,7 @@ struct CaptureCommand: ParsableCommand {
 /// prints, or with `--timeline` one short line per timeline event. Secrets stay redacted unless
 /// --reveal-secrets, as everywhere.
 final class LiveView {
-    private let out = OutputStream()
+    private let out = BufferedOutput()
     private let decoder: GATTDecoder
     private let profiles: ProfileDecoder
     private let renderer: EventRenderer?

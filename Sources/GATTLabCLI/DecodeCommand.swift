@@ -5,6 +5,7 @@ import GATT
 import HCI
 import Profiles
 import Protocols
+import Report
 
 struct DecodeCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -69,7 +70,7 @@ struct DecodeCommand: ParsableCommand {
 
     func run() throws {
         let style = Style.forStdout(disabled: options.noColor)
-        let out = OutputStream()
+        let out = BufferedOutput()
         var status = ExitStatus.success
         var written = 0
         let files = try CaptureFiles.expand(self.files)

@@ -6,7 +6,7 @@ import HCI
 
 /// Renders pipeline events as text lines or JSON Lines.
 final class EventRenderer {
-    let out: OutputStream
+    let out: BufferedOutput
     let json: Bool
     let style: Style
     let reveal: Bool
@@ -22,7 +22,7 @@ final class EventRenderer {
     private var firstTime: Int64?
     private var announcedTables: Set<ConnectionKey> = []
 
-    init(out: OutputStream, json: Bool, style: Style, reveal: Bool, absoluteTime: Bool, file: String?) {
+    init(out: BufferedOutput, json: Bool, style: Style, reveal: Bool, absoluteTime: Bool, file: String?) {
         self.out = out
         self.json = json
         self.style = style

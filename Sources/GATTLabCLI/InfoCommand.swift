@@ -34,7 +34,7 @@ struct InfoCommand: ParsableCommand {
 
     func run() throws {
         let style = Style.forStdout(disabled: options.noColor)
-        let out = OutputStream()
+        let out = BufferedOutput()
         var status = ExitStatus.success
         for (index, file) in try CaptureFiles.expand(files).enumerated() {
             let summary = CaptureSummary(file: file)
@@ -186,7 +186,7 @@ final class CaptureSummary {
 
     // MARK: Text
 
-    func text(_ out: OutputStream, style: Style) {
+    func text(_ out: BufferedOutput, style: Style) {
         out.line(style.bold(file))
         if let format, let linkType { out.line("  format       \(format), \(linkType)") }
         var span = "  records      \(records)"

@@ -171,7 +171,7 @@ struct TimelineCommand: ParsableCommand {
 
     private func emit(_ text: String, to path: String?) throws {
         guard let path, path != "-" else {
-            let out = OutputStream()
+            let out = BufferedOutput()
             out.write(text)
             out.flush()
             return
