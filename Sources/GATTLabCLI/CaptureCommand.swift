@@ -258,7 +258,7 @@ final class LiveView {
         } else {
             builder = nil
             renderer = EventRenderer(out: out, json: false, style: style, reveal: options.revealSecrets,
-                                     absoluteTime: false, file: nil)
+                                     absoluteTime: false, file: nil, protocols: GATTLabProtocols.all)
         }
     }
 

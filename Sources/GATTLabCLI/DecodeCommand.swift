@@ -78,7 +78,7 @@ struct DecodeCommand: ParsableCommand {
         for file in files {
             let renderer = EventRenderer(out: out, json: format == .json, style: style,
                                          reveal: options.revealSecrets, absoluteTime: absoluteTime,
-                                         file: files.count > 1 ? file : nil)
+                                         file: files.count > 1 ? file : nil, protocols: GATTLabProtocols.all)
             renderer.connectionFilter = connection
             renderer.handleFilter = handle.map(\.handle)
             renderer.uuidFilter = uuid
