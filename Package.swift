@@ -73,8 +73,10 @@ let package = Package(
             name: "Redact",
             dependencies: ["Analysis", "Profiles", "GATT", "ATT", "HCI", "Capture", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: strict),
-        // Renderers of timelines: text, JSON, HTML, Perfetto.
-        .target(name: "Report", dependencies: ["Analysis", "Profiles", "HCI", "Capture"], swiftSettings: strict),
+        // Renderers: decode output (text, JSON Lines; EventRenderer, with its filters and the
+        // colours and buffered stdout every command writes with), timelines (text, JSON, HTML,
+        // Perfetto), audits (text, JSON, SARIF).
+        .target(name: "Report", dependencies: ["Analysis", "Profiles", "GATT", "ATT", "HCI", "Capture"], swiftSettings: strict),
         // The device protocols, one folder each, and Registry.swift: the one list that names them
         // all. It sits above every engine, so a protocol's folder can plug into each of them.
         .target(
@@ -111,6 +113,8 @@ let package = Package(
         .testTarget(name: "GATTTests", dependencies: ["GATT", "ATT", "HCI", "Capture", "TestSupport"]),
         .testTarget(name: "ProfilesTests", dependencies: ["Protocols", "Profiles", "GATT", "ATT", "HCI", "Capture", "TestSupport"]),
         .testTarget(name: "EmulatorTests", dependencies: ["Protocols", "Emulator", "Transport", "Profiles", "GATT", "ATT", "HCI", "Capture", "TestSupport"]),
+        // The renderers' parts (decode output, filters); whole outputs are tested through the binary.
+        .testTarget(name: "ReportTests", dependencies: ["Report", "ATT", "HCI"], exclude: ["Fixtures"]),
         .testTarget(name: "AnalysisTests", dependencies: ["Protocols", "Analysis", "Report", "Emulator", "Profiles", "GATT", "ATT", "HCI", "Capture", "TestSupport"]),
         .testTarget(name: "RedactTests", dependencies: ["Protocols", "Redact", "Analysis", "Emulator", "Profiles", "GATT", "ATT", "HCI", "Capture", "TestSupport"]),
         .testTarget(name: "ReplayTests", dependencies: ["Protocols", "Replay", "Emulator", "Transport", "Profiles", "GATT", "ATT", "HCI", "Capture", "TestSupport"]),

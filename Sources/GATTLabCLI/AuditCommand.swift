@@ -118,7 +118,7 @@ struct AuditCommand: ParsableCommand {
                 try OutputFiles.write(text, to: output, force: force, protecting: paths)
                 printError("gattlab: wrote \(output)")
             } else {
-                let out = OutputStream()
+                let out = BufferedOutput()
                 out.write(text)
                 out.flush()
             }

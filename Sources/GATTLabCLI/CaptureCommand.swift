@@ -239,7 +239,7 @@ struct CaptureCommand: ParsableCommand {
 /// prints, or with `--timeline` one short line per timeline event. Secrets stay redacted unless
 /// --reveal-secrets, as everywhere.
 final class LiveView {
-    private let out = OutputStream()
+    private let out = BufferedOutput()
     private let decoder: GATTDecoder
     private let profiles: ProfileDecoder
     private let renderer: EventRenderer?
@@ -258,7 +258,7 @@ final class LiveView {
         } else {
             builder = nil
             renderer = EventRenderer(out: out, json: false, style: style, reveal: options.revealSecrets,
-                                     absoluteTime: false, file: nil)
+                                     absoluteTime: false, file: nil, protocols: GATTLabProtocols.all)
         }
     }
 
@@ -276,11 +276,7 @@ final class LiveView {
     }
 
     private func line(_ e: TimelineEvent, style: Style) {
-        func pad(_ s: String, _ n: Int) -> String { s.count >= n ? s : s + String(repeating: " ", count: n - s.count) }
-        let frames = e.frames.count == 2 ? "\(e.frames[0])-\(e.frames[1])" : e.frames.map(String.init).joined(separator: ",")
-        let text = pad(TimeFormat.relative(e.time, since: firstTime ?? e.time), 12) + " " + pad(e.device.map { "d\($0)" } ?? "-", 3)
-            + " " + pad(e.lane.rawValue, 12) + " " + pad(e.kind, 22) + " " + e.summary
-        out.line((e.problems.isEmpty ? text : style.yellow(text)) + "  " + style.dim("#\(frames)"))
+        out.line(TimelineText.liveLine(e, since: firstTime ?? e.time, style: style))
     }
 
     func flush() { out.flush() }

@@ -5,6 +5,7 @@ import GATT
 import HCI
 import Profiles
 import Protocols
+import Report
 
 struct DecodeCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -69,7 +70,7 @@ struct DecodeCommand: ParsableCommand {
 
     func run() throws {
         let style = Style.forStdout(disabled: options.noColor)
-        let out = OutputStream()
+        let out = BufferedOutput()
         var status = ExitStatus.success
         var written = 0
         let files = try CaptureFiles.expand(self.files)
@@ -77,7 +78,7 @@ struct DecodeCommand: ParsableCommand {
         for file in files {
             let renderer = EventRenderer(out: out, json: format == .json, style: style,
                                          reveal: options.revealSecrets, absoluteTime: absoluteTime,
-                                         file: files.count > 1 ? file : nil)
+                                         file: files.count > 1 ? file : nil, protocols: GATTLabProtocols.all)
             renderer.connectionFilter = connection
             renderer.handleFilter = handle.map(\.handle)
             renderer.uuidFilter = uuid

@@ -145,3 +145,9 @@ enum Diagnostics {
         Glibc.exit(ExitStatus.usage.rawValue)
     }
 }
+
+/// Writes one line to stderr (errors, warnings, progress).
+func printError(_ s: String) {
+    var line = s + "\n"
+    line.withUTF8 { _ = Glibc.write(2, $0.baseAddress, $0.count) }
+}

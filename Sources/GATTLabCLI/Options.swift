@@ -6,6 +6,7 @@ import GATT
 import HCI
 import Profiles
 import Protocols
+import Report
 
 enum OutputFormatOption: String, ExpressibleByArgument, CaseIterable {
     case text, json
@@ -95,66 +96,10 @@ struct DecodeOptions: ParsableArguments {
     }
 }
 
-/// `--connection`: an HCI handle (64, 0x40), a handle on another controller (hci1/0x40) or an access address.
-struct ConnectionFilter: ExpressibleByArgument {
-    var controller: UInt16?
-    var id: UInt32
-    /// As the user wrote it, for messages.
-    var argument: String
-
-    init?(argument: String) {
-        self.argument = argument
-        var rest = Substring(argument.lowercased())
-        if rest.hasPrefix("hci"), let slash = rest.firstIndex(of: "/") {
-            guard let c = UInt16(rest[rest.index(rest.startIndex, offsetBy: 3)..<slash]) else { return nil }
-            controller = c
-            rest = rest[rest.index(after: slash)...]
-        } else if rest.hasPrefix("aa:") {
-            controller = ConnectionKey.linkLayerController
-            rest = rest.dropFirst(3)
-        }
-        guard let v = parseInteger(rest, max: UInt64(UInt32.max)) else { return nil }
-        id = UInt32(v)
-    }
-
-    func matches(_ key: ConnectionKey) -> Bool {
-        key.id == id && (controller == nil || controller == key.controller)
-    }
-}
-
-/// `--handle`: decimal or 0x-prefixed hex.
-struct HandleFilter: ExpressibleByArgument {
-    var handle: UInt16
-    var argument: String
-    init?(argument: String) {
-        self.argument = argument
-        guard let v = parseInteger(Substring(argument.lowercased()), max: 0xFFFF) else { return nil }
-        handle = UInt16(v)
-    }
-}
-
-/// `--uuid`: a UUID in any usual form, or a known name ("OTA_STATUS", "Battery Level").
-struct UUIDFilter: ExpressibleByArgument {
-    var uuid: BluetoothUUID?
-    var name: String?
-    var argument: String
-    init?(argument: String) {
-        self.argument = argument
-        if let u = BluetoothUUID(string: argument) { uuid = u } else { name = argument.lowercased() }
-    }
-
-    func matches(_ candidate: BluetoothUUID?) -> Bool {
-        guard let candidate else { return false }
-        if let uuid { return uuid == candidate }
-        return KnownUUIDs.name(candidate)?.lowercased() == name
-    }
-}
-
-func parseInteger(_ s: Substring, max: UInt64) -> UInt64? {
-    let v = s.hasPrefix("0x") ? UInt64(s.dropFirst(2), radix: 16) : UInt64(s)
-    guard let v, v <= max else { return nil }
-    return v
-}
+// The decode filters (Report) are read straight from the command line.
+extension ConnectionFilter: ExpressibleByArgument {}
+extension HandleFilter: ExpressibleByArgument {}
+extension UUIDFilter: ExpressibleByArgument {}
 
 /// `--ltk` and `--ltk-file`: long-term keys to decrypt sniffed encrypted links with (decode, timeline).
 /// Keys are secrets: messages never repeat them.

@@ -7,6 +7,7 @@ import Fuzz
 import GATT
 import Profiles
 import Protocols
+import Report
 
 struct ProtocolsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -45,7 +46,7 @@ struct ProtocolsCommand: ParsableCommand {
 
     func run() throws {
         let list = GATTLabProtocols.all.types.map(ProtocolListing.init)
-        let out = OutputStream()
+        let out = BufferedOutput()
         switch format {
         case .json:
             let encoder = JSONEncoder()
@@ -138,7 +139,7 @@ struct ProtocolListing: Encodable {
         supports = ProtocolCapability.all.compactMap { c in c.details(type).map { Support(name: c.name, details: $0) } }
     }
 
-    func text(_ out: OutputStream) {
+    func text(_ out: BufferedOutput) {
         out.line(shortName.isEmpty ? name : "\(name) (\(shortName))")
         if !advertisedServices.isEmpty {
             out.line("  advertises " + advertisedServices.map { s in s.uuid + (s.name.map { " \($0)" } ?? "") }.joined(separator: ", "))

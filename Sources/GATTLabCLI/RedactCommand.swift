@@ -116,7 +116,7 @@ struct RedactCommand: ParsableCommand {
             }
         }
         let text = format == .json ? Self.json(outcome, reveal: options.revealSecrets) : Self.text(outcome, reveal: options.revealSecrets)
-        let out = OutputStream()
+        let out = BufferedOutput()
         out.write(text)
         out.flush()
     }

@@ -4,6 +4,7 @@ import Emulator
 import Foundation
 import Protocols
 import Replay
+import Report
 import Transport
 
 /// `gattlab replay`: a recorded session as a script, run again against an emulated or real device.
@@ -80,7 +81,7 @@ struct ReplayCommand: ParsableCommand {
                     if let line = type.extractionSummary(script) { printError("gattlab: " + line) }
                 }
             } else {
-                let out = OutputStream()
+                let out = BufferedOutput()
                 out.write(script.json())
                 out.flush()
             }
@@ -306,7 +307,7 @@ struct ReplayCommand: ParsableCommand {
                     throw Failure(.cannotCreate, error.description, file: record, hint: "check that the folder exists and is writable")
                 }
             }
-            let out = OutputStream()
+            let out = BufferedOutput()
             switch format {
             case .json: out.write(report.json())
             case .text: out.write(report.text(verbose: verbose, color: Style.forStdout(disabled: noColor).enabled))

@@ -141,7 +141,7 @@ struct TimelineCommand: ParsableCommand {
                 if i > 0 { text += "\n" }
                 text += TimelineText.render(t, options: renderOptions, colors: colors, eventsToo: single || events)
             }
-            if !single { text += "\n" + SummaryTable.render(timelines) }
+            if !single { text += "\n" + TimelineSummaryTable.render(timelines) }
             try emit(text, to: output)
         case .json:
             let text = single ? TimelineJSON.render(timelines[0], options: renderOptions) : TimelineJSON.render(timelines, options: renderOptions)
@@ -165,13 +165,13 @@ struct TimelineCommand: ParsableCommand {
                 written.append(path)
             }
             printError("gattlab: wrote \(written.count) \(format.rawValue) files into \(dir)")
-            print(SummaryTable.render(timelines), terminator: "")
+            print(TimelineSummaryTable.render(timelines), terminator: "")
         }
     }
 
     private func emit(_ text: String, to path: String?) throws {
         guard let path, path != "-" else {
-            let out = OutputStream()
+            let out = BufferedOutput()
             out.write(text)
             out.flush()
             return
@@ -313,23 +313,4 @@ final class FilesProgress: @unchecked Sendable {
     }
 
     func finish() { if enabled { printErrorRaw("\r\u{1B}[K") } }
-}
-
-/// The table after several captures: one line each.
-enum SummaryTable {
-    static func render(_ timelines: [Timeline]) -> String {
-        var rows = [["capture", "devices", "outcome", "duration", "errors", "warnings", "first finding"]]
-        for t in timelines {
-            let first = t.findings.max { $0.severity < $1.severity }
-            rows.append([URL(fileURLWithPath: t.source).lastPathComponent, String(t.devices.count),
-                         TimelineText.overallOutcome(t).rawValue, TimeFormat.duration(t.duration),
-                         String(t.findings.filter { $0.severity == .error }.count),
-                         String(t.findings.filter { $0.severity == .warning }.count), first?.id ?? "-"])
-        }
-        let widths = (0..<rows[0].count).map { c in rows.map { $0[c].count }.max() ?? 0 }
-        return rows.map { row in
-            row.enumerated().map { c, s in c == row.count - 1 ? s : s + String(repeating: " ", count: widths[c] - s.count) }
-                .joined(separator: "  ")
-        }.joined(separator: "\n") + "\n"
-    }
 }

@@ -5,12 +5,13 @@ import Glibc
 
 /// Buffered writes to a file descriptor (stdout), cheap enough for millions of lines.
 /// A closed pipe (`gattlab decode f | head`) ends the program quietly, as Unix tools do.
-final class OutputStream {
+/// (Not `OutputStream`: that name is Foundation's, and would be ambiguous wherever both are imported.)
+public final class BufferedOutput {
     private let fd: Int32
     private var buffer: [UInt8] = []
     private let limit = 1 << 16
 
-    init(fd: Int32 = 1) {
+    public init(fd: Int32 = 1) {
         self.fd = fd
         buffer.reserveCapacity(limit + 4096)
     }
@@ -18,27 +19,27 @@ final class OutputStream {
     deinit { flush() }
 
     @inline(__always)
-    func write(_ s: String) {
+    public func write(_ s: String) {
         var s = s
         s.withUTF8 { buffer.append(contentsOf: $0) }
         if buffer.count >= limit { flush() }
     }
 
     @inline(__always)
-    func write(bytes: some Sequence<UInt8>) {
+    public func write(bytes: some Sequence<UInt8>) {
         buffer.append(contentsOf: bytes)
         if buffer.count >= limit { flush() }
     }
 
     @inline(__always)
-    func byte(_ b: UInt8) { buffer.append(b) }
+    public func byte(_ b: UInt8) { buffer.append(b) }
 
-    func line(_ s: String) {
+    public func line(_ s: String) {
         write(s)
         buffer.append(0x0A)
     }
 
-    func flush() {
+    public func flush() {
         guard !buffer.isEmpty else { return }
         let failure = buffer.withUnsafeBytes { writeAll(fd, $0) }
         buffer.removeAll(keepingCapacity: true)
@@ -50,7 +51,7 @@ final class OutputStream {
     static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 
     @inline(__always)
-    func hex(_ bytes: some Collection<UInt8>) {
+    public func hex(_ bytes: some Collection<UInt8>) {
         for b in bytes {
             buffer.append(Self.hexDigits[Int(b >> 4)])
             buffer.append(Self.hexDigits[Int(b & 0xF)])
@@ -59,7 +60,7 @@ final class OutputStream {
     }
 
     @inline(__always)
-    func int(_ v: Int) {
+    public func int(_ v: Int) {
         if v < 0 {
             buffer.append(UInt8(ascii: "-"))
             if v == Int.min { write("9223372036854775808"); return }
@@ -83,7 +84,7 @@ final class OutputStream {
     }
 
     /// Microseconds as seconds with six decimals (`1.250000`, `-0.000300`), without floating point.
-    func seconds(_ micros: Int64) {
+    public func seconds(_ micros: Int64) {
         if micros < 0 { buffer.append(UInt8(ascii: "-")) }
         let m = micros.magnitude
         int(Int(m / 1_000_000))
@@ -98,7 +99,7 @@ final class OutputStream {
     }
 
     /// A JSON string literal with escapes.
-    func jsonString(_ s: String) {
+    public func jsonString(_ s: String) {
         buffer.append(UInt8(ascii: "\""))
         var s = s
         // Most strings need no escaping: copy them whole.
@@ -130,24 +131,20 @@ final class OutputStream {
 }
 
 /// Colour for terminals: only on a TTY, never with NO_COLOR set (https://no-color.org).
-struct Style {
-    let enabled: Bool
+public struct Style: Sendable {
+    public let enabled: Bool
 
-    static func forStdout(disabled: Bool) -> Style {
+    public init(enabled: Bool) { self.enabled = enabled }
+
+    public static func forStdout(disabled: Bool) -> Style {
         let noColor = getenv("NO_COLOR").map { $0.pointee != 0 } ?? false
         return Style(enabled: !disabled && !noColor && isatty(1) == 1)
     }
 
-    func dim(_ s: String) -> String { enabled ? "\u{1B}[2m\(s)\u{1B}[0m" : s }
-    func bold(_ s: String) -> String { enabled ? "\u{1B}[1m\(s)\u{1B}[0m" : s }
-    func red(_ s: String) -> String { enabled ? "\u{1B}[31m\(s)\u{1B}[0m" : s }
-    func yellow(_ s: String) -> String { enabled ? "\u{1B}[33m\(s)\u{1B}[0m" : s }
-    func cyan(_ s: String) -> String { enabled ? "\u{1B}[36m\(s)\u{1B}[0m" : s }
-    func green(_ s: String) -> String { enabled ? "\u{1B}[32m\(s)\u{1B}[0m" : s }
-}
-
-/// Writes one line to stderr (errors, warnings, progress).
-func printError(_ s: String) {
-    var line = s + "\n"
-    line.withUTF8 { _ = Glibc.write(2, $0.baseAddress, $0.count) }
+    public func dim(_ s: String) -> String { enabled ? "\u{1B}[2m\(s)\u{1B}[0m" : s }
+    public func bold(_ s: String) -> String { enabled ? "\u{1B}[1m\(s)\u{1B}[0m" : s }
+    public func red(_ s: String) -> String { enabled ? "\u{1B}[31m\(s)\u{1B}[0m" : s }
+    public func yellow(_ s: String) -> String { enabled ? "\u{1B}[33m\(s)\u{1B}[0m" : s }
+    public func cyan(_ s: String) -> String { enabled ? "\u{1B}[36m\(s)\u{1B}[0m" : s }
+    public func green(_ s: String) -> String { enabled ? "\u{1B}[32m\(s)\u{1B}[0m" : s }
 }

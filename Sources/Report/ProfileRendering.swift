@@ -1,11 +1,10 @@
 import Capture
 import Profiles
-import Report
 
 /// Decode lines for device-protocol events: the message's own text and JSON fields come from
 /// its protocol (`DecodeRendering`); this adds the frame, time, connection and colours.
 extension EventRenderer {
-    func render(_ events: [ProfileEvent], record: CaptureRecord) {
+    public func render(_ events: [ProfileEvent], record: CaptureRecord) {
         for e in events {
             guard !attOnly, passesProfile(e) else { continue }
             json ? jsonProfile(e, record) : textProfile(e, record)

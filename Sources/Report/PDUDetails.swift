@@ -3,43 +3,42 @@ import Capture
 import GATT
 import HCI
 import Profiles
-import Protocols
 
-/// How an ATT PDU's fields read, shared by the text and JSON renderers.
-enum PDUDetails {
-    static func uuidName(_ u: BluetoothUUID) -> String {
+/// How an ATT PDU's fields read, shared by the text and JSON renderers. Whether a value is
+/// secret is asked of the protocols given (the CLI gives all of them), so Report names none.
+public enum PDUDetails {
+    public static func uuidName(_ u: BluetoothUUID) -> String {
         if let n = KnownUUIDs.name(u) { return "\(n) (\(u))" }
         return u.description
     }
 
-    static func handle(_ h: UInt16) -> String { "0x" + String(h, radix: 16).leftPad(4) }
+    public static func handle(_ h: UInt16) -> String { "0x" + String(h, radix: 16).leftPad(4) }
 
     /// Whether a value must be redacted: it belongs to a characteristic that carries secrets, or
     /// its protocol finds credentials in it (a firmware URL with a password or token).
     /// A part of a long write (`partial`) of such a value cannot be told safe alone: it is redacted.
-    static func isSecret(_ info: HandleInfo?, name: String? = nil, value: [UInt8]? = nil, partial: Bool = false) -> Bool {
+    public static func isSecret(_ info: HandleInfo?, protocols: ProtocolSet, name: String? = nil, value: [UInt8]? = nil, partial: Bool = false) -> Bool {
         guard let info, info.role == .value else { return false }
-        let protocols = GATTLabProtocols.all
         if protocols.isSecretBearing(info.uuid, endpointName: name) { return true }
         guard let value, let layout = protocols.credentials(in: value, characteristic: info.uuid, endpoint: name) else { return false }
         return partial || !layout.secret.isEmpty
     }
 
     /// Whether an ATT event's value must be redacted: by UUID, or by the endpoint name the table read.
-    static func isSecret(_ e: ATTEvent, table: AttributeTable?) -> Bool {
+    public static func isSecret(_ e: ATTEvent, table: AttributeTable?, protocols: ProtocolSet) -> Bool {
         let partial = switch e.pdu {
         case .prepareWriteRequest?, .prepareWriteResponse?, .readBlobResponse?: true
         default: false
         }
-        return isSecret(e.info, name: e.handle.flatMap { table?.userDescriptions[$0] }, value: e.pdu?.value, partial: partial)
+        return isSecret(e.info, protocols: protocols, name: e.handle.flatMap { table?.userDescriptions[$0] }, value: e.pdu?.value, partial: partial)
     }
 
     /// Printable ASCII of a value, others as '.'.
-    static func printable(_ v: [UInt8]) -> String {
+    public static func printable(_ v: [UInt8]) -> String {
         String(decoding: v.map { $0 >= 0x20 && $0 < 0x7F ? $0 : UInt8(ascii: ".") }, as: UTF8.self)
     }
 
-    static func value(_ v: [UInt8], secret: Bool, reveal: Bool) -> String {
+    public static func value(_ v: [UInt8], secret: Bool, reveal: Bool) -> String {
         if secret && !reveal { return "<redacted:\(v.count) bytes>" }
         if v.isEmpty { return "(empty)" }
         let shown = v.count > 64 ? Array(v.prefix(64)) : v
@@ -51,13 +50,13 @@ enum PDUDetails {
     }
 
     /// One line of detail after the opcode name.
-    static func text(_ e: ATTEvent, table: AttributeTable?, reveal: Bool) -> String {
+    public static func text(_ e: ATTEvent, table: AttributeTable?, reveal: Bool, protocols: ProtocolSet) -> String {
         guard let pdu = e.pdu else { return "" }
         func target(_ h: UInt16) -> String {
             if let label = table?.label(for: h) { return "\(handle(h)) \(label)" }
             return handle(h)
         }
-        let secret = isSecret(e, table: table)
+        let secret = isSecret(e, table: table, protocols: protocols)
         switch pdu {
         case .errorResponse(let op, let h, let error):
             return "\(ATTOpcode.name(for: op)) on \(target(h)): \(error.name) (0x\(Hex.string([error.rawValue])))"
@@ -86,7 +85,7 @@ enum PDUDetails {
                     let vh = UInt16(e.value[1]) | UInt16(e.value[2]) << 8
                     return "\(handle(e.handle)) char \(uuidName(u)) value \(handle(vh)) [\(AttributeTable.propertyNames(e.value[0]).joined(separator: ","))]"
                 }
-                return "\(handle(e.handle)) \(value(e.value, secret: isSecret(table?.info(for: e.handle)), reveal: reveal))"
+                return "\(handle(e.handle)) \(value(e.value, secret: isSecret(table?.info(for: e.handle), protocols: protocols), reveal: reveal))"
             }.joined(separator: ", ")
         case .readRequest(let h): return target(h)
         case .readBlobRequest(let h, let off): return "\(target(h)) offset \(off)"
@@ -107,7 +106,7 @@ enum PDUDetails {
             return "\(target(h)) offset \(off)  \(value(v, secret: secret, reveal: reveal))"
         case .executeWriteRequest(let flags): return flags & 1 == 1 ? "write" : "cancel"
         case .multipleHandleValueNotification(let entries):
-            return entries.map { "\(target($0.handle)) \(value($0.value, secret: isSecret(table?.info(for: $0.handle)), reveal: reveal))" }.joined(separator: "; ")
+            return entries.map { "\(target($0.handle)) \(value($0.value, secret: isSecret(table?.info(for: $0.handle), protocols: protocols), reveal: reveal))" }.joined(separator: "; ")
         case .unknown(_, let params): return Hex.string(params, separator: " ")
         default: return ""
         }

@@ -1,34 +1,38 @@
-import Report
 import ATT
 import Capture
 import GATT
 import HCI
+import Profiles
 
-/// Renders pipeline events as text lines or JSON Lines.
-final class EventRenderer {
-    let out: OutputStream
+/// Renders pipeline events as text lines or JSON Lines: what `gattlab decode` and
+/// `gattlab capture --live` print.
+public final class EventRenderer {
+    let out: BufferedOutput
     let json: Bool
     let style: Style
     let reveal: Bool
     let absoluteTime: Bool
     /// Set when several files are decoded at once: each line names its file.
     let file: String?
-    var connectionFilter: [ConnectionFilter] = []
-    var handleFilter: [UInt16] = []
-    var uuidFilter: [UUIDFilter] = []
-    var attOnly = false
+    /// The protocols asked which values are secret.
+    let protocols: ProtocolSet
+    public var connectionFilter: [ConnectionFilter] = []
+    public var handleFilter: [UInt16] = []
+    public var uuidFilter: [UUIDFilter] = []
+    public var attOnly = false
     /// Lines written: with filters, none means the filters matched nothing.
-    private(set) var written = 0
+    public private(set) var written = 0
     private var firstTime: Int64?
     private var announcedTables: Set<ConnectionKey> = []
 
-    init(out: OutputStream, json: Bool, style: Style, reveal: Bool, absoluteTime: Bool, file: String?) {
+    public init(out: BufferedOutput, json: Bool, style: Style, reveal: Bool, absoluteTime: Bool, file: String?, protocols: ProtocolSet) {
         self.out = out
         self.json = json
         self.style = style
         self.reveal = reveal
         self.absoluteTime = absoluteTime
         self.file = file
+        self.protocols = protocols
     }
 
     /// The decoder of the events being rendered, for table lookups (endpoint names).
@@ -37,11 +41,11 @@ final class EventRenderer {
     /// Every record, with events or not: times are relative to the file's first record (as in
     /// timelines and tshark's frame.time_relative), not to the first one that printed a line.
     @inline(__always)
-    func see(_ record: CaptureRecord) {
+    public func see(_ record: CaptureRecord) {
         if firstTime == nil { firstTime = record.timestamp }
     }
 
-    func render(_ events: [GATTEvent], record: CaptureRecord, decoder: GATTDecoder) {
+    public func render(_ events: [GATTEvent], record: CaptureRecord, decoder: GATTDecoder) {
         self.decoder = decoder
         see(record)
         for event in events {
@@ -126,7 +130,7 @@ final class EventRenderer {
             body += " " + style.red("[malformed: \(reason)]")
         } else {
             let table = decoder.table(for: e.connection)?.0
-            let detail = PDUDetails.text(e, table: table, reveal: reveal)
+            let detail = PDUDetails.text(e, table: table, reveal: reveal, protocols: protocols)
             if !detail.isEmpty { body += "  " + detail }
         }
         line(record, e.connection, body, arrow: e.direction.arrow)
@@ -144,7 +148,7 @@ final class EventRenderer {
         case .longWrite(let key, let h, let info, let value, let first, let parts, _), .longRead(let key, let h, let info, let value, let first, let parts, _):
             guard passes(key), passes(handle: h, info: info) else { return }
             let isWrite = if case .longWrite = op { true } else { false }
-            let secret = PDUDetails.isSecret(info, name: decoder?.table(for: key)?.0.userDescriptions[h], value: value)
+            let secret = PDUDetails.isSecret(info, protocols: protocols, name: decoder?.table(for: key)?.0.userDescriptions[h], value: value)
             if json {
                 jsonLine(record, type: "gatt", key) {
                     self.field("operation", isWrite ? "long-write" : "long-read")
@@ -378,7 +382,7 @@ final class EventRenderer {
                 return
             }
             guard let pdu = e.pdu else { return }
-            let secret = PDUDetails.isSecret(e, table: decoder.table(for: e.connection)?.0)
+            let secret = PDUDetails.isSecret(e, table: decoder.table(for: e.connection)?.0, protocols: self.protocols)
             switch pdu {
             case .errorResponse(let op, _, let error):
                 self.field("requestOpcode", Int(op))
@@ -429,7 +433,7 @@ final class EventRenderer {
                 for (i, en) in entries.enumerated() {
                     if i > 0 { self.out.byte(0x2C) }
                     self.out.write("{\"handle\":"); self.out.int(Int(en.handle))
-                    let s = PDUDetails.isSecret(table?.info(for: en.handle))
+                    let s = PDUDetails.isSecret(table?.info(for: en.handle), protocols: self.protocols)
                     self.out.write(",\"value\":\"")
                     if s && !self.reveal { self.out.write("<redacted:\(en.value.count) bytes>") } else { self.out.hex(en.value) }
                     self.out.write("\"}")
