@@ -178,7 +178,14 @@ class ImprovDevice:
         if len(held) >= 2 and len(held) >= held[1] + 3:
             self.held.pop(id(connection), None)
             frame = held[:held[1] + 3]
-            self.check_crash(frame)
+            try:
+                self.check_crash(frame)
+            except Crash as crash:
+                if self.on_crash is None:
+                    raise
+                self.on_crash(crash.bug, crash.detail)
+                # The firmware is gone: the write is never answered (Bumble awaits this forever).
+                return asyncio.get_running_loop().create_future()
             asyncio.get_running_loop().create_task(self.command(connection, frame, self.generation))
         else:
             self.held[id(connection)] = held
