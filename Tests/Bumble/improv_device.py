@@ -6,8 +6,8 @@ byte of the sum of the bytes before it); the data of every command and result is
 length-prefixed strings. Commands are joined from several writes until their length is reached.
 
 Used by make_capture.py (a phone app drives it on a virtual clock, for captures) and by
-unix_peripheral.py (GATTLab drives it live over the unix: transport). Only the standard library
-and bumble.
+unix_peripheral.py (GATTLab drives it live over the unix: transport; docs/bumble.md). Only the
+standard library and bumble.
 """
 
 from __future__ import annotations

@@ -17,7 +17,8 @@ Usage (with the venv from Scripts/bumble-env.sh):
   .venv-bumble/bin/python Tests/Bumble/unix_peripheral.py --listen /tmp/improv.sock
       [--bug NAME ...] [--mtu 247] [--authorization none|button|never] [--world FILE] [--quiet]
   gattlab replay run CAPTURE --target unix:/tmp/improv.sock --allow-writes --timing fast
-SIGINT/SIGTERM stop it and remove the socket.
+SIGINT/SIGTERM stop it and remove the socket. docs/bumble.md has the rest (the options, what the
+bridge answers for Bumble itself, the tests).
 
 Planted bugs (off unless --bug NAME, comma lists or `all`), C-firmware defects the fuzzer is not
 told about. A crash drops every link without answering the write that caused it, logs
@@ -27,7 +28,7 @@ for --reboot-ms (the socket file stays: connect() gets ECONNREFUSED):
 | name | the C-firmware defect | what a client must do | bug off |
 |---|---|---|---|
 | ssid-exact-32 | `char ssid[32]; memcpy(ssid, s, n); ssid[n] = 0;`: the terminator of an SSID of exactly 32 bytes (the maximum) lands past the buffer | once authorized, WIFI_SETTINGS (valid frame, in one write or joined from several) with a 32-byte SSID | PROVISIONING, then UNABLE_TO_CONNECT (no such network) or PROVISIONED |
-| settings-length-overrun | the WIFI_SETTINGS parser trusts the SSID and password length bytes: `memcpy(pass, &d[2 + n], d[1 + n])` reads past the frame | WIFI_SETTINGS with a valid checksum and frame length whose string lengths run past its data, e.g. `01 05 20 61 62 63 64 <sum>` (the check is before authorization) | error INVALID_RPC_PACKET |
+| settings-length-overrun | the WIFI_SETTINGS parser trusts the SSID and password length bytes: `memcpy(pass, &d[2 + n], d[1 + n])` reads past the frame | WIFI_SETTINGS with a valid checksum and frame length whose string lengths run past its data, e.g. `01 05 20 61 62 63 64 b0` (the check is before authorization) | error INVALID_RPC_PACKET |
 """
 
 from __future__ import annotations
