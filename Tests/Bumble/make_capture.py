@@ -38,6 +38,9 @@ from bumble.host import Host
 from bumble.link import LocalLink
 from bumble.transport.common import AsyncPipeSink
 
+from improv_device import (IMPROV_RPC, IMPROV_CAPS, IMPROV_ERROR, IMPROV_RESULT, IMPROV_SERVICE, IMPROV_STATE,
+                           ImprovDevice, Network as ImprovNetwork, improv_frame)
+
 PASSWORD = "bumble-secret-pass"
 SSID = "bumble-test-ssid"
 
@@ -859,22 +862,9 @@ async def run_esp(rig: Rig, name: str, v: dict) -> dict:
 
 # ----------------------------------------------------------------------------- Improv Wi-Fi
 
-# Written from the Improv BLE spec (https://www.improv-wifi.com/ble/): one service, five
-# characteristics; frames are command, data length, data, checksum (the low byte of the sum of
-# the bytes before it); the data of every command and result is a list of length-prefixed strings.
-IMPROV_SERVICE = "00467768-6228-2272-4663-277478268000"
-IMPROV_STATE = "00467768-6228-2272-4663-277478268001"
-IMPROV_ERROR = "00467768-6228-2272-4663-277478268002"
-IMPROV_RPC = "00467768-6228-2272-4663-277478268003"
-IMPROV_RESULT = "00467768-6228-2272-4663-277478268004"
-IMPROV_CAPS = "00467768-6228-2272-4663-277478268005"
+# The device is improv_device.py's (unix_peripheral.py serves the same one live); here a phone app
+# drives it and the user presses its button when the app asks.
 IMPROV_URL = "http://bumble-improv.local/setup"
-
-
-def improv_frame(command: int, strings: list[bytes]) -> bytes:
-    data = b"".join(bytes([len(x)]) + x for x in strings)
-    body = bytes([command, len(data)]) + data
-    return body + bytes([sum(body) & 0xFF])
 
 
 async def run_improv(rig: Rig, name: str, v: dict) -> dict:
@@ -885,64 +875,23 @@ async def run_improv(rig: Rig, name: str, v: dict) -> dict:
     fail = v.get("fail", False)
     # A buggy app first: a frame whose checksum is off by one, then a command the spec lacks.
     garbled = v.get("garbled", False)
-    dev = {"state": 0x01, "held": b""}
-    connections = []
 
-    async def notify(char, value: bytes, after_ms: int = 0) -> None:
-        if after_ms:
-            rig.snooper.wait(after_ms)
-        await rig.peripheral.notify_subscriber(connections[0], char, value)
+    async def pause(ms: int) -> None:
+        rig.snooper.wait(ms)
+
+    async def notify(connection, char, value: bytes) -> None:
+        await rig.peripheral.notify_subscriber(connection, char, value)
         await settle()
 
-    async def command(frame: bytes) -> None:
-        if frame[-1] != sum(frame[:-1]) & 0xFF:
-            await notify(error_char, bytes([0x01]))  # INVALID_RPC_PACKET
-            return
-        if frame[0] == 0x03:  # GET_DEVICE_INFO
-            await notify(result_char, improv_frame(0x03, [b"bumble-improv", b"1.0.0", b"Bumble", b"bumble-light"]))
-        elif frame[0] == 0x01:  # WIFI_SETTINGS
-            n = frame[2]
-            password = frame[4 + n:4 + n + frame[3 + n]]
-            dev["state"] = 0x03
-            await notify(state_char, bytes([0x03]), 100)
-            if fail or password != PASSWORD.encode():
-                await notify(error_char, bytes([0x03]), 3000)  # UNABLE_TO_CONNECT
-                dev["state"] = 0x02
-                await notify(state_char, bytes([0x02]))
-            else:
-                dev["state"] = 0x04
-                await notify(state_char, bytes([0x04]), 2500)
-                await notify(result_char, improv_frame(0x01, [IMPROV_URL.encode()]))
-        else:
-            await notify(error_char, bytes([0x02]))  # UNKNOWN_RPC_COMMAND
-
-    def on_rpc(connection, value):
-        dev["held"] += bytes(value)
-        held = dev["held"]
-        if len(held) >= 2 and len(held) >= held[1] + 3:
-            dev["held"] = b""
-            asyncio.get_running_loop().create_task(command(held[:held[1] + 3]))
-
-    readable = Characteristic.Properties.READ | Characteristic.Properties.NOTIFY
-    state_char = Characteristic(IMPROV_STATE, readable, Characteristic.READABLE,
-                                CharacteristicValue(read=lambda c: bytes([dev["state"]])))
-    error_char = Characteristic(IMPROV_ERROR, readable, Characteristic.READABLE, bytes([0x00]))
-    rpc_char = Characteristic(IMPROV_RPC, Characteristic.Properties.WRITE, Characteristic.WRITEABLE, CharacteristicValue(write=on_rpc))
-    result_char = Characteristic(IMPROV_RESULT, readable, Characteristic.READABLE, b"")
-    caps_char = Characteristic(IMPROV_CAPS, Characteristic.Properties.READ, Characteristic.READABLE, bytes([0x03]))
-    rig.peripheral.add_service(Service(IMPROV_SERVICE, [state_char, error_char, rpc_char, result_char, caps_char]))
-    rig.peripheral.on("connection", lambda c: connections.append(c))
+    dev = ImprovDevice(pause=pause, notify=notify, authorization="button", url=IMPROV_URL,
+                       world=[ImprovNetwork(SSID, -41, 3, PASSWORD)])
+    rig.peripheral.add_service(dev.service)
     await rig.power_on()
-    # The advertisement lists the service and carries the 0x4677 service data: state, capabilities, 4 zero bytes.
-    ad = AdvertisingData([
-        (AdvertisingData.FLAGS, bytes([0x06])),
-        (AdvertisingData.COMPLETE_LIST_OF_128_BIT_SERVICE_CLASS_UUIDS, bytes(UUID(IMPROV_SERVICE))),
-        (AdvertisingData.SERVICE_DATA_16_BIT_UUID, bytes([0x77, 0x46, 0x01, 0x03, 0, 0, 0, 0])),
-    ])
-    await rig.peripheral.start_advertising(
-        advertising_data=bytes(ad), scan_response_data=bytes(AdvertisingData([(AdvertisingData.COMPLETE_LOCAL_NAME, b"bumble-improv")])),
-        advertising_interval_min=20, advertising_interval_max=20,
-    )
+    ad, scan_response = dev.advertising_data(b"bumble-improv")
+    await rig.peripheral.start_advertising(advertising_data=ad, scan_response_data=scan_response,
+                                           advertising_interval_min=20, advertising_interval_max=20)
+    connections = []
+    rig.peripheral.on("connection", lambda c: connections.append(c))
     connection = await rig.scan_and_connect(IMPROV_SERVICE)
     peer = Peer(connection)
     await discover(peer, 247)
@@ -953,8 +902,9 @@ async def run_improv(rig: Rig, name: str, v: dict) -> dict:
     assert bytes(await peer.read_value(characteristic(peer, IMPROV_CAPS))) == bytes([0x03])
     assert bytes(await peer.read_value(characteristic(peer, IMPROV_STATE))) == bytes([0x01])
     # The user presses the device's button.
-    dev["state"] = 0x02
-    await notify(state_char, bytes([0x02]), 1500)
+    await dev.pause(1500)
+    await dev.press_button(connections[0])
+    await settle()
     assert await states.next() == bytes([0x02])
     rpc = characteristic(peer, IMPROV_RPC)
     if garbled:

@@ -15,6 +15,7 @@ final class BlackBoxRoleTests: XCTestCase {
             "sensor": (["sensor Wi-Fi scan"], ["sensor Wi-Fi scan"], 59),
             "nrf7": (["nRF7 provisioning"], ["nRF7 info", "nRF7 control point", "nRF7 data out"], 25),
             "esp": (["ESP-IDF provisioning"], Array(repeating: "ESP-IDF provisioning endpoint", count: 5), 1),
+            "improv": (["Improv Wi-Fi"], ["Improv current state", "Improv error state", "Improv RPC command", "Improv RPC result", "Improv capabilities"], 23),
         ]
         for (name, want) in expected.sorted(by: { $0.key < $1.key }) {
             let spec = try XCTUnwrap(EmulatedDeviceSpec.named(name, protocols: GATTLabProtocols.all))
@@ -33,6 +34,10 @@ final class BlackBoxRoleTests: XCTestCase {
         let config = NRF7.WifiConfig(wifi: NRF7.WifiInfo(ssid: "HomeNet", band: 1, auth: 3), passphrase: BlackBoxCanary.password)
         XCTAssertEqual(nrf7?.secret?(NRF7.Request(opCode: NRF7.opCode(4), config: config).encode()), Array(BlackBoxCanary.password.utf8))
         XCTAssertNil(nrf7?.secret?(NRF7.Request(opCode: NRF7.opCode(1)).encode()))
+        let improv = ImprovProtocol.blackBoxRole(of: Improv.rpcCommand, userDescription: nil)
+        let settings = Improv.Command.wifiSettings(ssid: Array("HomeNet".utf8), password: Array(BlackBoxCanary.password.utf8)).encode() ?? []
+        XCTAssertEqual(improv?.secret?(settings), Array(BlackBoxCanary.password.utf8))
+        XCTAssertNil(improv?.secret?(Improv.Command(command: 0x03).encode() ?? []))
         // A role with no secret finder, and values no protocol knows.
         XCTAssertNil(SensorScanProtocol.blackBoxRole(of: SensorScan.characteristic, userDescription: nil)?.secret)
         XCTAssertNil(SpeakerOTAProtocol.blackBoxRole(of: NRF7.info, userDescription: nil))

@@ -9,7 +9,10 @@ import XCTest
 final class ImprovBumbleTests: XCTestCase {
     static let password = "bumble-secret-pass"
 
-    func make(_ capture: String) throws -> String {
+    func make(_ capture: String) throws -> String { try Self.make(capture) }
+
+    /// make_capture.py's capture `capture`, in a temporary directory.
+    static func make(_ capture: String) throws -> String {
         let python = try BumbleCaptures.python()
         let path = try Harness.temporaryDirectory().appendingPathComponent("\(capture).btsnoop").path
         let made = try Harness.run(python, [Harness.root.appendingPathComponent("Tests/Bumble/make_capture.py").path,

@@ -26,17 +26,24 @@ extension ImprovProtocol: ReplayingProtocol {
     }
 
     /// A result's command is the protocol; device info strings and the redirect URL differ
-    /// between devices of one model.
+    /// between devices of one model. So it is for results cut at the MTU: another device's
+    /// device info or URL is cut elsewhere, or before its first string ends.
     public static func sameMeaning(recorded: [UInt8], observed: [UInt8], characteristic: BluetoothUUID, progress: Bool) -> Bool {
         guard progress, characteristic == Improv.rpcResult else { return false }
         guard let r = Improv.Result.decode(recorded).0, let o = Improv.Result.decode(observed).0 else {
-            // Both cut at the MTU: what arrived is the command and its whole leading strings (a
-            // network's SSID); the length byte speaks of strings that never came.
+            guard isCut(recorded), isCut(observed), recorded.first == observed.first else { return false }
+            guard recorded.first == 0x04 else { return true }
+            // A network cut at the MTU: what arrived is the command and its whole leading strings
+            // (the SSID); the length byte speaks of strings that never came.
             let (rs, os) = (ProvisioningWorld.leadingStrings(recorded), ProvisioningWorld.leadingStrings(observed))
-            return Improv.Result.decode(recorded).0 == nil && Improv.Result.decode(observed).0 == nil
-                && recorded.first == observed.first && !rs.isEmpty && rs == os
+            return !rs.isEmpty && rs == os
         }
         return r.command == o.command && r.command.raw != 0x04
+    }
+
+    /// A result frame whose length byte promises more than arrived: cut at the MTU, not damaged.
+    static func isCut(_ bytes: [UInt8]) -> Bool {
+        bytes.count >= 2 && bytes.count < Int(bytes[1]) + 3 && Improv.Result.decode(bytes).0 == nil
     }
 
     public static func progressReader(for characteristic: BluetoothUUID) -> (any ProgressReading)? {
