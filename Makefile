@@ -9,7 +9,9 @@
 #   make vm-test (a real kernel BlueZ link in a qemu VM: emulate --hci, Captures/ sessions replayed over bluez:,
 #     black-box fuzzing through the kernel, live captures checked against btmon and tshark; Scripts/vm/).
 #   make fuzz TARGET=status TIME=60 [QUIRKS=ssid-overflow]   one libFuzzer target (ASan) on Corpus/TARGET
-#   make fuzz-smoke   every fuzz target briefly, then fuzz-status under libFuzzer (CI runs it after make test)
+#     (the one driver, gattlab-fuzz, is built once for every target)
+#   make fuzz-smoke   every fuzz target briefly in-process, then every one under libFuzzer and ASan as
+#     .clusterfuzzlite/build.sh builds them (CI runs it after make test)
 
 SWIFT ?= swift
 APT_PACKAGES := libpcap-dev libbluetooth-dev tshark python3 python3-jsonschema chromium
@@ -78,6 +80,7 @@ uninstall:
 	Scripts/install.sh --uninstall "$(DESTDIR)$(PREFIX)"
 
 # libFuzzer and ASan come with the Swift toolchain (clang's runtime in /opt/swift): no package needed.
+# The driver (product gattlab-fuzz) is built once in .build-fuzz and serves every TARGET.
 fuzz: build
 	GATTLAB_FUZZ_QUIRKS=$(QUIRKS) Scripts/libfuzzer.sh $(TARGET) $(TIME)
 

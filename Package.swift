@@ -11,22 +11,18 @@ let strict: [SwiftSetting] = [
     .unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release)),
 ]
 
-// libFuzzer executables, one per in-process fuzz target: product fuzz-<name>, target Fuzz<Folder>
-// in Sources/FuzzTargets/<Folder>/ (make fuzz builds one with the fuzzer runtime and ASan; the
-// normal build makes each a standalone driver that runs files once).
-let libFuzzerTargets: [(name: String, folder: String)] = [
-    ("status", "Status"), ("credentials", "Credentials"), ("url", "URL"), ("control", "Control"), ("scan", "Scan"),
-    ("att", "ATT"), ("nrf7", "NRF7"), ("esp", "ESP"), ("capture", "Capture"), ("timeline", "Timeline"),
-    ("device-speaker", "DeviceSpeaker"), ("device-sensor", "DeviceSensor"), ("improv", "Improv"),
-]
-
 let package = Package(
     name: "GATTLab",
     platforms: [.macOS(.v13)],
     products: [
         .executable(name: "gattlab", targets: ["gattlab"]),
         .library(name: "GATTLab", targets: ["AssignedNumbers", "Capture", "HCI", "ATT", "GATT", "Profiles", "Analysis", "Report", "Redact", "Transport", "Emulator", "Replay", "Fuzz", "Protocols"]),
-    ] + libFuzzerTargets.map { .executable(name: "fuzz-\($0.name)", targets: ["Fuzz\($0.folder)"]) },
+        // The one libFuzzer driver for every in-process fuzz target, chosen at start by its name
+        // (a copy fuzz-<target>), GATTLAB_FUZZ_TARGET or --target=NAME (docs/fuzzing.md). make fuzz
+        // and .clusterfuzzlite/build.sh build it with the fuzzer runtime and a sanitizer; the
+        // normal build makes it a standalone driver that runs files once.
+        .executable(name: "gattlab-fuzz", targets: ["FuzzDriver"]),
+    ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         // Runtime for the generated nRF7 and ESP-IDF provisioning messages (code generated once, committed).
@@ -102,6 +98,7 @@ let package = Package(
         // would do it too, but makes every fresh build compile protoc for the host as well.)
         .target(name: "CBuildInfo", path: "Sources/CBuildInfo"),
         .executableTarget(name: "gattlab", dependencies: ["GATTLabCLI"], swiftSettings: strict),
+        .executableTarget(name: "FuzzDriver", dependencies: ["Fuzz", "Protocols"], swiftSettings: strict),
 
         // Helpers shared by the test targets (deterministic randomness).
         .target(name: "TestSupport", dependencies: ["Capture"], path: "Tests/TestSupport"),
@@ -122,8 +119,6 @@ let package = Package(
         // One test target for every protocol folder (Tests/ProtocolsTests/<Name>/) and the registry.
         .testTarget(name: "ProtocolsTests", dependencies: ["Protocols", "Profiles", "GATT", "ATT", "HCI", "Capture", "TestSupport"]),
         .testTarget(name: "GATTLabCLITests", dependencies: ["Protocols", "GATTLabCLI", "GATT", "HCI", "Capture", "Emulator", "Fuzz", "TestSupport"], exclude: ["Fixtures"]),
-    ] + libFuzzerTargets.map {
-        .executableTarget(name: "Fuzz\($0.folder)", dependencies: ["Fuzz", "Protocols"], path: "Sources/FuzzTargets/\($0.folder)", swiftSettings: strict)
-    },
+    ],
     swiftLanguageModes: [.v6]
 )

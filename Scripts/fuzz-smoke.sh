@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# CI's fuzz pass (make fuzz-smoke), after `make test` built the debug binaries: every in-process
-# target for a fixed number of runs from its committed corpus (a temporary copy, so the tree is
-# not changed), then fuzz-status under libFuzzer and ASan for about 20 s. A finding fails the pass
-# with its file and the command that reproduces it.
+# The fuzz smoke pass (make fuzz-smoke), after `make test` built the debug binaries: every
+# in-process target for a fixed number of runs from its committed corpus (a temporary copy, so
+# the tree is not changed), then every target under libFuzzer and ASan for LIBFUZZER_SECONDS
+# (default 3) each, built once by .clusterfuzzlite/build.sh (Scripts/clusterfuzzlite-check.sh).
+# A finding fails the pass with its file and the command that reproduces it.
+# LIBFUZZER_SECONDS=0 skips the libFuzzer part (CI runs Scripts/clusterfuzzlite-check.sh as its
+# own step, timed apart).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 GATTLAB=${GATTLAB:-.build/debug/gattlab}
-LIBFUZZER_SECONDS=${LIBFUZZER_SECONDS:-20}
+LIBFUZZER_SECONDS=${LIBFUZZER_SECONDS:-3}
 [ -x "$GATTLAB" ] || { echo "error: $GATTLAB not built (make test builds it)" >&2; exit 1; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -65,16 +68,17 @@ for t in $("$GATTLAB" fuzz list | awk '{print $1}'); do
   if [ "$t" = device ]; then kill "$dut" 2>/dev/null; wait "$dut" 2>/dev/null; fi
 done
 
-# Coverage-guided: fuzz-status with the fuzzer runtime and ASan, new inputs to a temporary folder
-# (LIBFUZZER_SECONDS=0 skips it, for a toolchain without clang's fuzzer runtime).
+# Coverage-guided: every target with the fuzzer runtime and ASan, built by the ClusterFuzzLite
+# build script as ClusterFuzzLite builds it (in debug here: the build is the cost), each run on
+# its seed corpus, new inputs to a temporary folder (LIBFUZZER_SECONDS=0 skips it).
 if [ "$LIBFUZZER_SECONDS" = 0 ]; then
-  echo "libfuzzer:status skipped (LIBFUZZER_SECONDS=0)"
-elif LIBFUZZER_CONFIG=${LIBFUZZER_CONFIG:-debug} Scripts/libfuzzer.sh status "$LIBFUZZER_SECONDS" "$tmp/libfuzzer-status" > "$tmp/libfuzzer.log" 2>&1; then
+  echo "libfuzzer skipped (LIBFUZZER_SECONDS=0)"
+elif Scripts/clusterfuzzlite-check.sh "$LIBFUZZER_SECONDS" > "$tmp/libfuzzer.log" 2>&1; then
   passed=$((passed + 1))
-  echo "libfuzzer:status ok    $(grep -E '^(#[0-9]+|Done)' "$tmp/libfuzzer.log" | tail -1)"
+  echo "libfuzzer       ok    $(tail -1 "$tmp/libfuzzer.log")"
 else
   failed=$((failed + 1))
-  echo "libfuzzer:status: FAILED"
+  echo "libfuzzer: FAILED"
   tail -40 "$tmp/libfuzzer.log" | sed 's/^/  /'
 fi
 

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Builds one libFuzzer target (product fuzz-TARGET) with the fuzzer runtime and ASan in its own
-# scratch path, and runs it on a corpus for SECONDS. Used by `make fuzz` and `make fuzz-smoke`.
+# Builds the libFuzzer driver (product gattlab-fuzz, every target in one binary) with the fuzzer
+# runtime and ASan in its own scratch path, once for all targets, and runs TARGET on a corpus for
+# SECONDS through a link fuzz-TARGET (the driver runs the target its name says). Used by
+# `make fuzz`.
 #   Scripts/libfuzzer.sh TARGET SECONDS [CORPUS_OUT]
 # New inputs go to CORPUS_OUT (default Corpus/TARGET); Corpus/TARGET is read as seeds either way.
 # Quirks of the device targets: GATTLAB_FUZZ_QUIRKS=ssid-overflow (comma-separated).
@@ -23,19 +25,26 @@ t = [r for r in json.load(sys.stdin) if r["name"] == sys.argv[1]]
 print(t[0]["maxLength"] if t else "")' "$target")
 if [ -z "$max_len" ]; then echo "error: no fuzz target '$target' (gattlab fuzz list)" >&2; exit 64; fi
 
-# Only this product, in .build-fuzz: a whole-package fuzzer build breaks the executables that have
-# a main; one --sanitize only (a second one replaces the first), ASan through -Xswiftc.
-"$SWIFT" build -c "$CONFIG" --product "fuzz-$target" --scratch-path .build-fuzz \
+# Only the driver, in .build-fuzz: a whole-package fuzzer build breaks the executables that have
+# a main; one --sanitize only (a second one replaces the first), ASan through -Xswiftc. Built
+# once: every target is in it, so another TARGET needs no build.
+"$SWIFT" build -c "$CONFIG" --product gattlab-fuzz --scratch-path .build-fuzz \
   --sanitize fuzzer -Xswiftc -sanitize=fuzzer,address -Xswiftc -DGATTLAB_LIBFUZZER
-bin=$("$SWIFT" build -c "$CONFIG" --scratch-path .build-fuzz --show-bin-path)/fuzz-$target
+bindir=$("$SWIFT" build -c "$CONFIG" --scratch-path .build-fuzz --show-bin-path)
+ln -sf gattlab-fuzz "$bindir/fuzz-$target"
+bin=$bindir/fuzz-$target
 
 mkdir -p "$corpus_out" "Corpus/$target" fuzz-findings
+# The target's tokens, when it has some (gattlab-fuzz --dictionary).
+dict=()
+ASAN_OPTIONS=detect_leaks=0 "$bin" --dictionary < /dev/null > "fuzz-findings/$target.dict"
+[ -s "fuzz-findings/$target.dict" ] && dict=(-dict="fuzz-findings/$target.dict")
 seeds=()
 [ "$(cd "$corpus_out" && pwd)" != "$(cd "Corpus/$target" && pwd)" ] && seeds=("Corpus/$target")
 echo "== fuzz-$target for ${seconds}s on $corpus_out ${seeds[*]:-} (-max_len=$max_len${GATTLAB_FUZZ_QUIRKS:+, quirks $GATTLAB_FUZZ_QUIRKS})"
 status=0
 # ASan's quarantine is what makes RSS large; 2 GB is libFuzzer's default limit, stated here.
-ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0} "$bin" -max_total_time="$seconds" -max_len="$max_len" \
+ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0} "$bin" -max_total_time="$seconds" -max_len="$max_len" "${dict[@]}" \
   -artifact_prefix="fuzz-findings/$target-" -rss_limit_mb=2048 -print_final_stats=1 \
   "$corpus_out" "${seeds[@]}" 2>&1 | tee "fuzz-findings/$target-libfuzzer.log" || status=$?
 if [ "$status" -ne 0 ]; then
@@ -45,7 +54,7 @@ if [ "$status" -ne 0 ]; then
   for f in $(ls -t fuzz-findings/"$target"-crash-* fuzz-findings/"$target"-timeout-* fuzz-findings/"$target"-oom-* fuzz-findings/"$target"-leak-* 2>/dev/null | head -3); do
     echo "  finding: $f"
     echo "  reproduce: $GATTLAB fuzz reproduce $f --target $target$quirk_args"
-    echo "         or: ${GATTLAB_FUZZ_QUIRKS:+GATTLAB_FUZZ_QUIRKS=$GATTLAB_FUZZ_QUIRKS }.build/debug/fuzz-$target $f   (standalone driver)"
+    echo "         or: ${GATTLAB_FUZZ_QUIRKS:+GATTLAB_FUZZ_QUIRKS=$GATTLAB_FUZZ_QUIRKS }.build/debug/gattlab-fuzz --target=$target $f   (standalone driver)"
     echo "         or: $bin $f   (libFuzzer, ASan)"
   done
   exit 1

@@ -6,7 +6,7 @@
 #   Scripts/protocol-names.sh --check   the same, exit 1 when any line is found (make test runs it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-engines=(ATT AssignedNumbers Capture HCI GATT Transport Profiles Analysis Report Redact Emulator Replay Fuzz FuzzTargets GATTLabCLI gattlab)
+engines=(ATT AssignedNumbers Capture HCI GATT Transport Profiles Analysis Report Redact Emulator Replay Fuzz FuzzDriver GATTLabCLI gattlab)
 types='SpeakerOTA|SensorScan|ScanJoiner|NRF7|ESPProv|ESPSecurity|ESPSession|ESPLive|ESPDevice|ESPConfiguration|Improv|Speaker(Device|Quirk|Fault|Configuration)|Sensor(Device|Quirk|Configuration)'
 found=0
 for e in "${engines[@]}"; do

@@ -66,6 +66,11 @@ public struct FuzzTarget: Sendable {
     public let summary: String
     /// Seed inputs from the codecs (the committed Corpus/ adds inputs from Captures/).
     public let seeds: @Sendable () -> [[UInt8]]
+    /// Tokens the target's format is made of ("MORE\n", a file magic): libFuzzer's `-dict`, one
+    /// file per target (`gattlab-fuzz --dictionary`, `fuzz-<name>.dict` for ClusterFuzzLite).
+    /// Empty when the format has none worth naming (a libFuzzer build finds single-byte opcodes
+    /// and compared constants by itself).
+    public let dictionary: [[UInt8]]
     /// Structure-aware mutations (nil: generic ones only).
     public let mutator: (@Sendable (inout [UInt8], inout FuzzRandom) -> Void)?
     /// Runs one input through the target and its oracles.
@@ -90,6 +95,7 @@ public struct FuzzTarget: Sendable {
     public let confirmations: Int
 
     public init(name: String, summary: String, maxLength: Int = 4096, seeds: @escaping @Sendable () -> [[UInt8]],
+                dictionary: [[UInt8]] = [],
                 mutator: (@Sendable (inout [UInt8], inout FuzzRandom) -> Void)? = nil, minimizeTries: Int = 4000,
                 execute: @escaping @Sendable ([UInt8], Features) -> FuzzOutcome,
                 artifact: (@Sendable (String) -> Void)? = nil, remote: String? = nil,
@@ -101,6 +107,7 @@ public struct FuzzTarget: Sendable {
         self.summary = summary
         self.maxLength = maxLength
         self.seeds = seeds
+        self.dictionary = dictionary
         self.mutator = mutator
         self.minimizeTries = minimizeTries
         self.execute = execute

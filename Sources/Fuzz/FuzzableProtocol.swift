@@ -10,7 +10,7 @@ import Profiles
 /// registration order.
 public protocol FuzzableProtocol: DeviceProtocol {
     /// The protocol's in-process targets, in the order `gattlab fuzz list` shows them. Their
-    /// names are global: `gattlab fuzz NAME`, `Corpus/NAME/`, the products `fuzz-NAME`.
+    /// names are global: `gattlab fuzz NAME`, `Corpus/NAME/`, the libFuzzer copies `fuzz-NAME`.
     static var fuzzTargets: [FuzzTarget] { get }
     /// Where its targets are listed among the others (see `FuzzTargetGroup`).
     static var fuzzTargetGroup: FuzzTargetGroup { get }

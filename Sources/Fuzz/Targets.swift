@@ -81,7 +81,8 @@ public enum FuzzTargets {
             name: timeline ? "timeline" : "capture",
             summary: timeline ? "the timeline builder over a whole decoded capture" : "capture readers and the decoding pipeline to the device protocols",
             maxLength: 1 << 16,
-            seeds: { CaptureSeeds.small(protocols) }
+            seeds: { CaptureSeeds.small(protocols) },
+            dictionary: captureDictionary
         ) { input, f in
             let reader: any CaptureReader
             do throws(CaptureError) { reader = try openCapture(bytes: input) } catch {
@@ -113,6 +114,12 @@ public enum FuzzTargets {
             return .ok
         }
     }
+
+    /// The btsnoop header's words: the magic, version 1 and the datalinks the reader takes
+    /// (1001, 1002, 2001), big-endian as in the file.
+    static let captureDictionary: [[UInt8]] = [
+        Array("btsnoop\0".utf8), [0, 0, 0, 1], [0x00, 0x00, 0x03, 0xE9], [0x00, 0x00, 0x03, 0xEA], [0x00, 0x00, 0x07, 0xD1],
+    ]
 
     static func eventTag(_ e: GATTEvent) -> UInt64 {
         switch e {

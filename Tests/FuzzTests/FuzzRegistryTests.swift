@@ -6,24 +6,63 @@ import TestSupport
 import XCTest
 
 /// The fuzz targets the protocols plug in keep the contract the tools rely on: one name each
-/// (it names the corpus folder, the findings and the libFuzzer product) and a libFuzzer driver
-/// (Sources/FuzzTargets/<Folder>/, product fuzz-<name>) for every one of them.
+/// (it names the corpus folder, the findings and the libFuzzer copy `fuzz-<name>`), and the one
+/// libFuzzer driver (Sources/FuzzDriver/, product gattlab-fuzz) serves every one of them with no
+/// file or Package.swift line per target.
 final class FuzzRegistryTests: XCTestCase {
-    func testTargetNamesAreUniqueAndEachHasALibFuzzerDriver() throws {
-        let names = FuzzTargets.names(protocols: GATTLabProtocols.all)
+    func testTargetNamesAreUniqueAndTheDriverServesEveryOne() throws {
+        let protocols = GATTLabProtocols.all
+        let names = FuzzTargets.names(protocols: protocols)
         XCTAssertEqual(Set(names).count, names.count, "\(names)")
-        let root = Files.root.appendingPathComponent("Sources/FuzzTargets")
-        var driven: Set<String> = []
-        for folder in try FileManager.default.contentsOfDirectory(atPath: root.path) {
-            let dir = root.appendingPathComponent(folder)
-            for file in try FileManager.default.contentsOfDirectory(atPath: dir.path) where file.hasSuffix(".swift") {
-                let text = try String(contentsOf: dir.appendingPathComponent(file), encoding: .utf8)
-                if let range = text.range(of: #"LibFuzzerHarness\.target\("([a-z0-9-]+)""#, options: .regularExpression) {
-                    driven.insert(String(text[range].dropFirst("LibFuzzerHarness.target(\"".count).dropLast()))
-                }
+        XCTAssertEqual(LibFuzzerHarness.targetNames(protocols: protocols), names)
+        for name in names {
+            // By the executable's name (a copy in $OUT), by the environment, by --target.
+            XCTAssertEqual(LibFuzzerHarness.choose(executable: "/out/fuzz-\(name)", arguments: ["-runs=10", "corpus"], environment: [:], protocols: protocols), .run(name))
+            XCTAssertEqual(LibFuzzerHarness.choose(executable: "gattlab-fuzz", arguments: [], environment: [LibFuzzerHarness.targetVariable: name], protocols: protocols), .run(name))
+            XCTAssertEqual(LibFuzzerHarness.choose(executable: "gattlab-fuzz", arguments: ["--target=\(name)"], environment: [:], protocols: protocols), .run(name))
+            XCTAssertEqual(LibFuzzerHarness.choose(executable: "gattlab-fuzz", arguments: ["--target", name, "in"], environment: [:], protocols: protocols), .run(name))
+            XCTAssertNoThrow(try FuzzTargets.named(name, protocols: protocols), name)
+        }
+        // No per-target folders any more: a protocol's target needs no file outside its folder.
+        XCTAssertFalse(FileManager.default.fileExists(atPath: Files.root.appendingPathComponent("Sources/FuzzTargets").path))
+        let listing = LibFuzzerHarness.listing(protocols: protocols).split(separator: "\n").map { $0.split(separator: "\t").first.map(String.init) ?? "" }
+        XCTAssertEqual(listing, names)
+    }
+
+    func testUnknownOrMissingTargetIsRefusedWithTheList() {
+        let protocols = GATTLabProtocols.all
+        let known = LibFuzzerHarness.targetNames(protocols: protocols).joined(separator: ", ")
+        for request in [
+            LibFuzzerHarness.choose(executable: "/out/fuzz-nosuch", arguments: [], environment: [:], protocols: protocols),
+            LibFuzzerHarness.choose(executable: "gattlab-fuzz", arguments: ["--target=device"], environment: [:], protocols: protocols),
+            LibFuzzerHarness.choose(executable: "gattlab-fuzz", arguments: ["corpus"], environment: [:], protocols: protocols),
+        ] {
+            guard case .refused(let why) = request else { return XCTFail("\(request) was not refused") }
+            XCTAssertFalse(why.contains("\n"), why)
+            XCTAssertTrue(why.hasSuffix("targets: \(known)"), why)
+        }
+        // An explicit choice wins over the executable's name.
+        XCTAssertEqual(LibFuzzerHarness.choose(executable: "fuzz-status", arguments: ["--target=scan"], environment: [:], protocols: protocols), .run("scan"))
+        XCTAssertEqual(LibFuzzerHarness.inputs(["--target", "scan", "-runs=0", "a", "--target=x", "b"]), ["a", "b"])
+    }
+
+    func testDictionariesAreLibFuzzerSyntax() throws {
+        let protocols = GATTLabProtocols.all
+        var withTokens: [String] = []
+        for name in FuzzTargets.names(protocols: protocols) {
+            let t = try FuzzTargets.named(name, protocols: protocols)
+            let text = LibFuzzerHarness.dictionaryFile(t)
+            if t.dictionary.isEmpty { XCTAssertEqual(text, ""); continue }
+            withTokens.append(name)
+            let lines = text.split(separator: "\n").filter { !$0.hasPrefix("#") }
+            XCTAssertEqual(lines.count, t.dictionary.count, name)
+            for line in lines {
+                XCTAssertTrue(line.hasPrefix("\"") && line.hasSuffix("\"") && line.count > 2, "\(name): \(line)")
+                XCTAssertTrue(line.unicodeScalars.allSatisfy { $0.value >= 0x20 && $0.value < 0x7F }, "\(name): \(line)")
             }
         }
-        XCTAssertEqual(Set(names), driven, "every target has a driver in Sources/FuzzTargets and a product in Package.swift")
+        XCTAssertEqual(LibFuzzerHarness.dictionaryFile(try FuzzTargets.named("scan", protocols: protocols)).split(separator: "\n").dropFirst().first, "\"MORE\\x0a\"")
+        XCTAssertEqual(Set(withTokens), ["url", "scan", "capture", "timeline"])
     }
 
     func testEveryFuzzableProtocolIsRegisteredWithTargets() {

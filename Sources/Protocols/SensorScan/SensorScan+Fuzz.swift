@@ -31,6 +31,8 @@ extension SensorScanProtocol: FuzzableProtocol {
                 [false, true].map { separate in [UInt8(size)] + SensorScan.encode(nets, chunkSize: size, separateMarkers: separate).flatMap { $0 } }
             }
         },
+        // The response's markers and line syntax (SSID,RSSI with a negative RSSI).
+        dictionary: ["MORE\n", "END\n", "MORE", "END", "\r\n", ",-", "SCAN"].map { Array($0.utf8) },
         mutator: mutateScan
     ) { input, f in
         guard let first = input.first else { return .ok }

@@ -112,7 +112,9 @@ extension SpeakerOTAProtocol: FuzzableProtocol {
     static let urlTarget = FuzzTarget(
         name: "url", summary: "the speaker's OTA_URL parser and its secret finder (user:password, tokens)", maxLength: 600,
         seeds: { [Array("https://fw.chaoticvolt.example/speaker/v2.4.1.bin".utf8),
-                  Array("http://admin:hunter2@updates.example.com/fw/speaker.bin?token=8c1f4e2ad9b7".utf8), Array("ftp://".utf8)] }
+                  Array("http://admin:hunter2@updates.example.com/fw/speaker.bin?token=8c1f4e2ad9b7".utf8), Array("ftp://".utf8)] },
+        // Schemes, the user:password and query syntax, and the words that make a query value secret.
+        dictionary: ["http://", "https://", "@", "?", "&", "=", "%", "token=", "password=", "sig="].map { Array($0.utf8) }
     ) { input, f in
         let (u, problems) = SpeakerOTA.FirmwareURL.decode(input)
         f.add(1, Features.lengthClass(input.count))

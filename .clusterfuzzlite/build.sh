@@ -1,0 +1,87 @@
+#!/bin/bash -eu
+# ClusterFuzzLite / OSS-Fuzz build: the one libFuzzer driver (product gattlab-fuzz) built once
+# with the fuzzer runtime and $SANITIZER, then one copy per target in $OUT, as the engines want:
+#   $OUT/fuzz-<target>                  the driver; it runs the target its name says
+#   $OUT/fuzz-<target>_seed_corpus.zip  Corpus/<target>/ and the target's codec-made seeds
+#   $OUT/fuzz-<target>.dict             its tokens, for the targets that have some
+#   $OUT/fuzz-<target>.options          [libfuzzer] max_len = the target's maxLength
+#   $OUT/lib/                           libpcap, libbluetooth and what they need (not in the
+#                                       runner image); the copies find them by rpath $ORIGIN/lib
+# The targets are those `gattlab fuzz list` shows (the driver's --list), so a protocol added to
+# the registry is built here with no change to this file.
+#
+# In the builder container (.clusterfuzzlite/Dockerfile) ClusterFuzzLite sets OUT, SRC, WORK,
+# SANITIZER and FUZZING_ENGINE. It also runs directly on a machine with Swift on PATH (CI does,
+# through Scripts/clusterfuzzlite-check.sh):
+#   OUT=/tmp/out WORK=/tmp/work SRC=$PWD/.. SANITIZER=address FUZZING_ENGINE=libfuzzer .clusterfuzzlite/build.sh
+# GATTLAB_FUZZ_CONFIG=debug builds in debug (CI: a fraction of the compile time, the same
+# coverage instrumentation and sanitizer); the default, release, is for real campaigns.
+# Sanitizers: address (what project.yaml asks for, and what CI runs); undefined and thread are
+# passed to swiftc as they are (not tried); coverage builds the profile-instrumented binaries
+# OSS-Fuzz's coverage reports use; memory is refused (Swift has no MemorySanitizer).
+
+# The repository: this script's parent folder, or $SRC/gattlab when the Dockerfile copied the
+# script to $SRC/build.sh.
+root=$(cd "$(dirname "$0")/.." && pwd)
+[ -f "$root/Package.swift" ] || root=$SRC/gattlab
+cd "$root"
+: "${OUT:?OUT: where the fuzz targets go}" "${WORK:=${TMPDIR:-/tmp}/gattlab-fuzz-work}" "${SANITIZER:=address}"
+mkdir -p "$OUT" "$WORK"
+SWIFT=${SWIFT:-swift}
+config=${GATTLAB_FUZZ_CONFIG:-release}
+
+if [ "${FUZZING_ENGINE:-libfuzzer}" != libfuzzer ]; then
+  echo "build.sh: FUZZING_ENGINE=$FUZZING_ENGINE: GATTLab's targets are libFuzzer targets only (project.yaml: fuzzing_engines: libfuzzer)" >&2
+  exit 1
+fi
+# The builder image's llvm-symbolizer, for symbolized stack traces in the runner.
+[ -x /usr/local/bin/llvm-symbolizer-swift ] && cp /usr/local/bin/llvm-symbolizer-swift "$OUT/llvm-symbolizer"
+
+# One --sanitize for SwiftPM (a second would replace the first); the sanitizer goes to swiftc.
+case $SANITIZER in
+  address|undefined|thread) sanitize=(--sanitize fuzzer -Xswiftc "-sanitize=fuzzer,$SANITIZER") ;;
+  coverage) sanitize=(--sanitize fuzzer -Xswiftc -profile-generate -Xswiftc -profile-coverage-mapping) ;;
+  *) echo "build.sh: SANITIZER=$SANITIZER is not supported for Swift (address, undefined, thread, coverage)" >&2; exit 1 ;;
+esac
+# Swift's runtime and Foundation linked in (the runner image has no Swift); the C libraries the
+# capture and transport modules link are copied to $OUT/lib and found through DT_RPATH (not
+# RUNPATH, so their own dependencies are found there too).
+flags=("${sanitize[@]}" -Xswiftc -DGATTLAB_LIBFUZZER --static-swift-stdlib
+       -Xlinker --disable-new-dtags -Xlinker -rpath -Xlinker '$ORIGIN/lib')
+scratch=$WORK/gattlab-fuzz-$config-$SANITIZER
+
+# Only the driver, in its own scratch path: a whole-package fuzzer build breaks the executables
+# that have a main.
+"$SWIFT" build -c "$config" --product gattlab-fuzz --scratch-path "$scratch" "${flags[@]}"
+bin=$("$SWIFT" build -c "$config" --product gattlab-fuzz --scratch-path "$scratch" "${flags[@]}" --show-bin-path)/gattlab-fuzz
+
+mkdir -p "$OUT/lib"
+ldd "$bin" | awk '/=> \// {print $3}' | while read -r lib; do
+  case $(basename "$lib") in
+    libc.so*|libm.so*|libdl.so*|libpthread.so*|librt.so*|libutil.so*|ld-linux*|libgcc_s.so*|libstdc++.so*|libresolv.so*) ;;
+    *) cp -L "$lib" "$OUT/lib/" ;;
+  esac
+done
+
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0}
+targets=$("$bin" --list < /dev/null)
+[ -n "$targets" ] || { echo "build.sh: gattlab-fuzz --list named no target" >&2; exit 1; }
+seeds=$WORK/seeds
+first=""
+n=0
+while IFS=$'\t' read -r t max_len tokens; do
+  # A copy of the driver per target; after the first, hard links to that copy (the same bytes,
+  # a thirteenth of the disk; the engines see one executable per name).
+  rm -f "$OUT/fuzz-$t"
+  if [ -z "${first:-}" ]; then cp "$bin" "$OUT/fuzz-$t"; first=$OUT/fuzz-$t; else ln "$first" "$OUT/fuzz-$t" 2>/dev/null || cp "$bin" "$OUT/fuzz-$t"; fi
+  printf '[libfuzzer]\nmax_len = %s\n' "$max_len" > "$OUT/fuzz-$t.options"
+  if [ "$tokens" -gt 0 ]; then "$bin" --target="$t" --dictionary < /dev/null > "$OUT/fuzz-$t.dict"; else rm -f "$OUT/fuzz-$t.dict"; fi
+  rm -rf "$seeds" && mkdir -p "$seeds"
+  [ -d "Corpus/$t" ] && cp -R "Corpus/$t/." "$seeds/"
+  "$bin" --target="$t" --seeds="$seeds" < /dev/null
+  rm -f "$OUT/fuzz-${t}_seed_corpus.zip"
+  (cd "$seeds" && zip -q -r "$OUT/fuzz-${t}_seed_corpus.zip" .)
+  n=$((n + 1))
+done <<< "$targets"
+rm -rf "$seeds"
+echo "build.sh: $n targets in $OUT ($config, $SANITIZER): $(echo "$targets" | cut -f1 | tr '\n' ' ')"
