@@ -103,7 +103,13 @@ struct AuditCommand: ParsableCommand {
         for r in results { if let e = r.error { status = status.worst(report(e, decoded: r.report.records)) } }
         let reports = results.filter { $0.error == nil || $0.report.records > 0 }.map(\.report)
         let renderOptions = RenderOptions(reveal: options.revealSecrets, absoluteTime: absoluteTime, pretty: pretty)
-        if !reports.isEmpty {
+        if !reports.isEmpty, format == .json, output == nil || output == "-" {
+            // Streamed: the audit of a day of captures makes megabytes of JSON.
+            let out = BufferedOutput()
+            AuditJSON.write(reports, options: renderOptions, to: out)
+            out.line("")
+            out.flush()
+        } else if !reports.isEmpty {
             let text: String
             switch format {
             case .text:

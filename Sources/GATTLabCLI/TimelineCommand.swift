@@ -144,6 +144,14 @@ struct TimelineCommand: ParsableCommand {
             if !single { text += "\n" + TimelineSummaryTable.render(timelines) }
             try emit(text, to: output)
         case .json:
+            guard let output, output != "-" else {
+                // Streamed: a day of captures makes hundreds of megabytes of JSON.
+                let out = BufferedOutput()
+                TimelineJSON.write(timelines, options: renderOptions, to: out)
+                out.line("")
+                out.flush()
+                return
+            }
             let text = single ? TimelineJSON.render(timelines[0], options: renderOptions) : TimelineJSON.render(timelines, options: renderOptions)
             try emit(text + "\n", to: output)
         case .html, .perfetto:

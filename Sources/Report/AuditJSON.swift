@@ -17,6 +17,19 @@ public enum AuditJSON {
     /// Several captures in one document: `{"schema": …, "captures": [...], "summary": {...}}`.
     public static func render(_ reports: [AuditReport], options: RenderOptions = .init()) -> String {
         var w = JSONWriter(pretty: options.pretty)
+        write(reports, options: options, into: &w)
+        return w.text
+    }
+
+    /// The same document (one report alone, several in one) written to `out` as it is made, so
+    /// that the audit of a day of captures never sits in memory as text too.
+    public static func write(_ reports: [AuditReport], options: RenderOptions = .init(), to out: BufferedOutput) {
+        var w = JSONWriter(pretty: options.pretty, sink: { out.write($0) })
+        if reports.count == 1 { write(reports[0], options: options, schema: true, into: &w) } else { write(reports, options: options, into: &w) }
+        w.finish()
+    }
+
+    static func write(_ reports: [AuditReport], options: RenderOptions, into w: inout JSONWriter) {
         w.beginObject()
         w.field("schema", schema)
         w.key("captures"); w.beginArray()
@@ -24,7 +37,6 @@ public enum AuditJSON {
         w.endArray()
         w.key("summary"); summary(AuditFormat.Counts(reports), worst: reports.compactMap(\.worstSeverity).max(), into: &w)
         w.endObject()
-        return w.text
     }
 
     static func write(_ r: AuditReport, options: RenderOptions, schema withSchema: Bool, into w: inout JSONWriter) {

@@ -6,10 +6,28 @@ struct JSONWriter {
     private var counts: [Int] = []
     private var afterKey = false
     let pretty: Bool
+    /// Where a streaming writer sends its text as it goes (about every 64 KB), so that a document
+    /// of hundreds of megabytes (the timeline of a day of captures) never sits in memory whole;
+    /// nil keeps it all in `text`.
+    private let sink: ((String) -> Void)?
 
-    init(pretty: Bool = false) { self.pretty = pretty }
+    init(pretty: Bool = false, sink: ((String) -> Void)? = nil) {
+        self.pretty = pretty
+        self.sink = sink
+    }
+
+    /// Sends what is left to the sink (a streaming writer's last step).
+    mutating func finish() {
+        guard let sink, !text.isEmpty else { return }
+        sink(text)
+        text = ""
+    }
 
     private mutating func newItem() {
+        if let sink, text.utf8.count >= 1 << 16 {
+            sink(text)
+            text = ""
+        }
         guard !counts.isEmpty else { return }
         if counts[counts.count - 1] > 0 { text += "," }
         counts[counts.count - 1] += 1

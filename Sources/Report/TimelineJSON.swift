@@ -33,6 +33,19 @@ public enum TimelineJSON {
     /// Several captures in one document: `{"captures": [...], "summary": [...]}`.
     public static func render(_ timelines: [Timeline], options: RenderOptions = .init()) -> String {
         var w = JSONWriter(pretty: options.pretty)
+        write(timelines, options: options, into: &w)
+        return w.text
+    }
+
+    /// The same documents written to `out` as they are made (`gattlab timeline --format json` on
+    /// stdout): memory holds the timeline, not its text as well.
+    public static func write(_ timelines: [Timeline], options: RenderOptions = .init(), to out: BufferedOutput) {
+        var w = JSONWriter(pretty: options.pretty, sink: { out.write($0) })
+        if timelines.count == 1 { write(timelines[0], options: options, into: &w) } else { write(timelines, options: options, into: &w) }
+        w.finish()
+    }
+
+    static func write(_ timelines: [Timeline], options: RenderOptions, into w: inout JSONWriter) {
         w.beginObject()
         w.key("captures")
         w.beginArray()
@@ -52,7 +65,6 @@ public enum TimelineJSON {
         }
         w.endArray()
         w.endObject()
-        return w.text
     }
 
     /// A device's `advertising` object: seen when, how often, how strong (a compact RSSI series
