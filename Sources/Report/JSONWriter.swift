@@ -36,7 +36,8 @@ struct JSONWriter {
 
     mutating func key(_ k: String) {
         newItem()
-        text += Self.quote(k) + (pretty ? ": " : ":")
+        JSONString.append(k, forHTML: true, to: &text)
+        text += pretty ? ": " : ":"
         afterKey = true
     }
 
@@ -55,7 +56,7 @@ struct JSONWriter {
         text += c
     }
 
-    mutating func string(_ s: String) { beforeValue(); text += Self.quote(s) }
+    mutating func string(_ s: String) { beforeValue(); JSONString.append(s, forHTML: true, to: &text) }
     mutating func int(_ v: Int) { beforeValue(); text += String(v) }
     mutating func bool(_ v: Bool) { beforeValue(); text += v ? "true" : "false" }
     mutating func null() { beforeValue(); text += "null" }
@@ -104,14 +105,30 @@ public enum JSONString {
     /// escape and are copied whole (walking Unicode scalars was a fifth of `timeline --format json`).
     /// `forHTML` also escapes `<`, DEL, U+2028 and U+2029, for JSON inside a <script>.
     public static func quote(_ s: String, forHTML: Bool = false) -> String {
+        var out = ""
+        append(s, forHTML: forHTML, to: &out)
+        return out
+    }
+
+    /// `quote` appended to `text` (the JSON writer's document): a string that needs no escape
+    /// is appended as it is, with no string made in between.
+    public static func append(_ s: String, forHTML: Bool = false, to text: inout String) {
+        var s = s
+        let clean = s.withUTF8 { bytes in
+            !bytes.contains { b in b < 0x20 || b == 0x22 || b == 0x5C || (forHTML && (b == 0x3C || b == 0x7F || b == 0xE2)) }
+        }
+        if clean {
+            text += "\""
+            text += s
+            text += "\""
+            return
+        }
+        text += escaped(s, forHTML: forHTML)
+    }
+
+    static func escaped(_ s: String, forHTML: Bool) -> String {
         var s = s
         return s.withUTF8 { bytes -> String in
-            var clean = true
-            for b in bytes where b < 0x20 || b == 0x22 || b == 0x5C || (forHTML && (b == 0x3C || b == 0x7F || b == 0xE2)) {
-                clean = false
-                break
-            }
-            if clean { return "\"" + String(decoding: bytes, as: UTF8.self) + "\"" }
             var out: [UInt8] = [0x22]
             out.reserveCapacity(bytes.count + 16)
             func escape(_ text: StaticString) { text.withUTF8Buffer { out.append(contentsOf: $0) } }
