@@ -119,9 +119,17 @@ public final class LinkDecoder {
     }
 
     /// Keys in the order their connections arrived, for evicting the oldest when hostile input
-    /// opens more than `maxConnections`. Entries of connections already gone are skipped.
-    private var arrivals: [ConnectionKey] = []
+    /// opens more than `maxConnections`. A key comes back with each new connection on its handle,
+    /// so an entry counts only while it is its key's latest (`latestArrival`); the others, and
+    /// those of connections gone, are skipped, and dropped when the list is compacted (kept, a
+    /// day of reconnections on one handle made every compaction keep them all and run again on
+    /// the next connection: quadratic, seconds per million records).
+    private(set) var arrivals: [(key: ConnectionKey, generation: Int)] = []
     private var arrivalsHead = 0
+    private var latestArrival: [ConnectionKey: Int] = [:]
+    private var arrivalCount = 0
+    /// How often the list was compacted (each costs its length: it must stay rare).
+    private(set) var compactions = 0
 
     /// Adds or replaces a live connection, keeping at most `maxConnections`.
     func insert(_ info: ConnectionInfo) {
@@ -130,14 +138,19 @@ public final class LinkDecoder {
             while connections.count >= Self.maxConnections, arrivalsHead < arrivals.count {
                 let victim = arrivals[arrivalsHead]
                 arrivalsHead += 1
-                if victim != key, forget(victim) != nil {
-                    events.append(.malformed(victim, .record, reason: "more than \(Self.maxConnections) live connections; the oldest is no longer followed"))
+                guard latestArrival[victim.key] == victim.generation, victim.key != key else { continue }
+                if forget(victim.key) != nil {
+                    events.append(.malformed(victim.key, .record, reason: "more than \(Self.maxConnections) live connections; the oldest is no longer followed"))
                 }
             }
-            arrivals.append(key)
+            arrivalCount += 1
+            arrivals.append((key, arrivalCount))
+            latestArrival[key] = arrivalCount
             if arrivals.count > 2 * Self.maxConnections {
-                arrivals = arrivals[arrivalsHead...].filter { connections[$0] != nil || $0 == key }
+                arrivals = arrivals[arrivalsHead...].filter { latestArrival[$0.key] == $0.generation && (connections[$0.key] != nil || $0.key == key) }
                 arrivalsHead = 0
+                compactions += 1
+                latestArrival = Dictionary(arrivals.map { ($0.key, $0.generation) }) { _, latest in latest }
             }
         }
         connections[key] = info

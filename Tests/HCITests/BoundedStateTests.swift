@@ -69,4 +69,21 @@ extension BoundedStateTests {
         XCTAssertLessThanOrEqual(d.connections.count, LinkDecoder.maxConnections)
         XCTAssertLessThanOrEqual(d.linkLayer.sequence.count, LinkDecoder.maxConnections)
     }
+
+    /// A day of a test rack: one device reconnecting on the same handle, 20,000 times. The list
+    /// kept to evict the oldest connection must not keep one entry per reconnection (it did, and
+    /// each compaction kept them all and ran again on the next connection: quadratic).
+    func testReconnectingOnOneHandleKeepsOneArrival() {
+        let d = LinkDecoder()
+        let complete: [UInt8] = [0x3E, 0x13, 0x01, 0x00, 0x40, 0x00, 0x00, 0x01, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11,
+                                 0x28, 0x00, 0x00, 0x00, 0xF4, 0x01, 0x00]
+        let disconnect: [UInt8] = [0x05, 0x04, 0x00, 0x40, 0x00, 0x13]
+        for i in 0..<20_000 {
+            d.feed(.event, complete, number: 2 * i + 1)
+            if i % 2 == 0 { d.feed(.event, disconnect, number: 2 * i + 2) }  // half end without a Disconnection Complete
+        }
+        XCTAssertEqual(d.connections.count, 1)
+        XCTAssertLessThanOrEqual(d.arrivals.count, 2 * LinkDecoder.maxConnections + 1)
+        XCTAssertLessThanOrEqual(d.compactions, 20_000 / LinkDecoder.maxConnections, "each compaction leaves one entry, not one per reconnection")
+    }
 }
