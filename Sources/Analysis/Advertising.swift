@@ -38,7 +38,7 @@ public struct DeviceAdvertising: Sendable {
     public var protocolServices: [BluetoothUUID] = []
     /// The signal just before each failed connection (at most `AdvertisingTracker.maxFailureWindows`).
     public var failureWindows: [FailureWindow] = []
-    /// What the device announced in service data that a protocol reads (Improv's state and
+    /// What the device announced in service data that a protocol reads (a provisioning device's state and
     /// capabilities): the first report, then each change, in order (at most
     /// `AdvertisingTracker.maxAnnouncements`; `announcementsNotKept` counts the rest).
     public var announcements: [Announcement] = []

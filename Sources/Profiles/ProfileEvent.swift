@@ -47,8 +47,8 @@ public struct ProfileValue: Sendable {
 
 /// A device-protocol message, decoded. Open on purpose (issue 19): each protocol's message
 /// types conform in the protocol's own folder, so a new protocol adds messages without
-/// touching Profiles. Engines find the types they know by casting
-/// (`if let s = e.message as? SpeakerOTA.Status`, or `case let s as SpeakerOTA.Status:`).
+/// touching Profiles. A protocol's own code finds its messages by casting
+/// (`if let s = e.message as? MyProtocol.Status`, or `case let s as MyProtocol.Status:`).
 public protocol ProfileMessage: Sendable {
     /// Equality across existentials: false when the types differ. `Equatable` conformers get it.
     func isEqual(_ other: any ProfileMessage) -> Bool
@@ -107,7 +107,7 @@ public protocol DeviceProtocol: Sendable {
     /// connection (none by default).
     static var advertisedServices: Set<BluetoothUUID> { get }
     /// What the protocol reads in an advertisement's service data under one of its
-    /// `advertisedServices` (Improv: the device's state and capabilities), so a timeline can say
+    /// `advertisedServices` (a provisioning device's state and capabilities), so a timeline can say
     /// what a device announced before, between and after its connections; nil when it reads
     /// nothing there (the default).
     static func advertisedState(serviceData: [UInt8], uuid: BluetoothUUID) -> AdvertisedState?
