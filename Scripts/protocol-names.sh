@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 19's rule: the engines name no device protocol. Lists every code line (comments left out)
+# Issue 19's rule: the engines name no device protocol. Lists every line (comments included)
 # in the engine folders that names a protocol's types; the protocols live in Sources/Protocols/,
 # whose Registry.swift is the one list naming them all.
 #   Scripts/protocol-names.sh           the lines, then a count per folder; exit 0
