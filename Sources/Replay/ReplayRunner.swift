@@ -587,7 +587,7 @@ public final class Run: @unchecked Sendable {
         }
         var offset = 0
         for (n, length) in lengths.enumerated() {
-            let piece = Array(value[offset..<min(value.count, offset + length)])
+            let piece = Array(value[min(offset, value.count)..<min(value.count, offset + length)])
             offset += length
             if n == lengths.count - 1 {
                 try await write(handle, piece, step, &o)

@@ -98,32 +98,16 @@ public final class BufferedOutput {
         }
     }
 
-    /// A JSON string literal with escapes.
+    /// A JSON string literal with escapes (`JSONString`'s escaper, without the HTML ones).
     public func jsonString(_ s: String) {
         buffer.append(UInt8(ascii: "\""))
         var s = s
-        // Most strings need no escaping: copy them whole.
-        let plain = s.withUTF8 { bytes in
-            guard !bytes.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) else { return false }
-            buffer.append(contentsOf: bytes)
-            return true
-        }
-        if plain {
-            buffer.append(UInt8(ascii: "\""))
-            return
-        }
-        for b in s.utf8 {
-            switch b {
-            case UInt8(ascii: "\""): buffer.append(UInt8(ascii: "\\")); buffer.append(b)
-            case UInt8(ascii: "\\"): buffer.append(UInt8(ascii: "\\")); buffer.append(b)
-            case 0x0A: write("\\n")
-            case 0x0D: write("\\r")
-            case 0x09: write("\\t")
-            case 0..<0x20:
-                write("\\u00")
-                buffer.append(Self.hexDigits[Int(b >> 4)])
-                buffer.append(Self.hexDigits[Int(b & 0xF)])
-            default: buffer.append(b)
+        s.withUTF8 { bytes in
+            // Most strings need no escaping: copied whole.
+            if JSONString.needsEscape(bytes, forHTML: false) {
+                JSONString.escape(bytes, forHTML: false, into: &buffer)
+            } else {
+                buffer.append(contentsOf: bytes)
             }
         }
         buffer.append(UInt8(ascii: "\""))

@@ -114,50 +114,50 @@ public enum JSONString {
     /// is appended as it is, with no string made in between.
     public static func append(_ s: String, forHTML: Bool = false, to text: inout String) {
         var s = s
-        let clean = s.withUTF8 { bytes in
-            !bytes.contains { b in b < 0x20 || b == 0x22 || b == 0x5C || (forHTML && (b == 0x3C || b == 0x7F || b == 0xE2)) }
+        let escapedBytes: [UInt8]? = s.withUTF8 { bytes in
+            guard needsEscape(bytes, forHTML: forHTML) else { return nil }
+            var out: [UInt8] = []
+            out.reserveCapacity(bytes.count + 16)
+            escape(bytes, forHTML: forHTML, into: &out)
+            return out
         }
-        if clean {
-            text += "\""
-            text += s
-            text += "\""
-            return
-        }
-        text += escaped(s, forHTML: forHTML)
+        text += "\""
+        if let escapedBytes { text += String(decoding: escapedBytes, as: UTF8.self) } else { text += s }
+        text += "\""
     }
 
-    static func escaped(_ s: String, forHTML: Bool) -> String {
-        var s = s
-        return s.withUTF8 { bytes -> String in
-            var out: [UInt8] = [0x22]
-            out.reserveCapacity(bytes.count + 16)
-            func escape(_ text: StaticString) { text.withUTF8Buffer { out.append(contentsOf: $0) } }
-            func unicode(_ value: UInt32) {
-                let hex: [UInt8] = Array("0123456789abcdef".utf8)
-                escape("\\u")
-                for shift in stride(from: 12, through: 0, by: -4) { out.append(hex[Int((value >> UInt32(shift)) & 0xF)]) }
+    /// Whether any byte needs an escape (most strings have none and are copied whole).
+    @inline(__always)
+    static func needsEscape(_ bytes: UnsafeBufferPointer<UInt8>, forHTML: Bool) -> Bool {
+        bytes.contains { b in b < 0x20 || b == 0x22 || b == 0x5C || (forHTML && (b == 0x3C || b == 0x7F || b == 0xE2)) }
+    }
+
+    /// The bytes of a string literal's inside, escaped, appended to `out`: the one escaper of the
+    /// JSON writer and of `BufferedOutput.jsonString` (JSON Lines).
+    static func escape(_ bytes: UnsafeBufferPointer<UInt8>, forHTML: Bool, into out: inout [UInt8]) {
+        func escape(_ text: StaticString) { text.withUTF8Buffer { out.append(contentsOf: $0) } }
+        func unicode(_ value: UInt32) {
+            escape("\\u")
+            for shift in stride(from: 12, through: 0, by: -4) { out.append(BufferedOutput.hexDigits[Int((value >> UInt32(shift)) & 0xF)]) }
+        }
+        var i = 0
+        while i < bytes.count {
+            let b = bytes[i]
+            switch b {
+            case 0x22: escape("\\\"")
+            case 0x5C: escape("\\\\")
+            case 0x0A: escape("\\n")
+            case 0x0D: escape("\\r")
+            case 0x09: escape("\\t")
+            case 0x3C where forHTML: escape("\\u003c")
+            case 0xE2 where forHTML && i + 2 < bytes.count && bytes[i + 1] == 0x80 && (bytes[i + 2] == 0xA8 || bytes[i + 2] == 0xA9):
+                unicode(bytes[i + 2] == 0xA8 ? 0x2028 : 0x2029)
+                i += 3
+                continue
+            default:
+                if b < 0x20 || (forHTML && b == 0x7F) { unicode(UInt32(b)) } else { out.append(b) }
             }
-            var i = 0
-            while i < bytes.count {
-                let b = bytes[i]
-                switch b {
-                case 0x22: escape("\\\"")
-                case 0x5C: escape("\\\\")
-                case 0x0A: escape("\\n")
-                case 0x0D: escape("\\r")
-                case 0x09: escape("\\t")
-                case 0x3C where forHTML: escape("\\u003c")
-                case 0xE2 where forHTML && i + 2 < bytes.count && bytes[i + 1] == 0x80 && (bytes[i + 2] == 0xA8 || bytes[i + 2] == 0xA9):
-                    unicode(bytes[i + 2] == 0xA8 ? 0x2028 : 0x2029)
-                    i += 3
-                    continue
-                default:
-                    if b < 0x20 || (forHTML && b == 0x7F) { unicode(UInt32(b)) } else { out.append(b) }
-                }
-                i += 1
-            }
-            out.append(0x22)
-            return String(decoding: out, as: UTF8.self)
+            i += 1
         }
     }
 }

@@ -35,7 +35,7 @@ final class JSONStringTests: XCTestCase {
                 XCTAssertEqual(JSONString.quote(s, forHTML: html), Self.reference(s, forHTML: html), "\(s.debugDescription) html \(html)")
             }
         }
-        var rng = SystemRandomNumberGenerator()
+        var rng = SeededGenerator(seed: 20)  // fixed: a failure names a string that comes back
         for _ in 0..<2000 {
             let scalars = (0..<Int.random(in: 0...12, using: &rng)).map { _ -> Character in
                 let pick = [UInt32.random(in: 0...0x7F, using: &rng), UInt32.random(in: 0x80...0x3000, using: &rng), 0x2028, 0x2029, 0x1F6DC][Int.random(in: 0...4, using: &rng)]
@@ -44,5 +44,18 @@ final class JSONStringTests: XCTestCase {
             let s = String(scalars)
             for html in [false, true] { XCTAssertEqual(JSONString.quote(s, forHTML: html), Self.reference(s, forHTML: html), s.debugDescription) }
         }
+    }
+}
+
+/// SplitMix64: random strings that are the same on every run.
+struct SeededGenerator: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
     }
 }
