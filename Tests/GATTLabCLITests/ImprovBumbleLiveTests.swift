@@ -34,13 +34,13 @@ final class ImprovBumbleLiveTests: XCTestCase {
 
     /// `capture` replayed against a freshly started peripheral (device state persists across
     /// links, as firmware's does: each capture starts at power-on).
-    static func replay(_ capture: String, device arguments: [String], name: String) throws -> Run {
+    static func replay(_ capture: String, device arguments: [String], name: String, replay extra: [String] = []) throws -> Run {
         let dir = try Harness.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let device = try peripheral(arguments, in: dir, name: name)
         defer { device.stop() }
         let r = try Harness.gattlab(["replay", "run", capture, "--target", "unix:\(device.socket)", "--allow-writes",
-                                     "--format", "json", "--timing", "fast"], timeout: 120)
+                                     "--format", "json", "--timing", "fast"] + extra, timeout: 120)
         let report = (try? JSONSerialization.jsonObject(with: Data(r.stdout.utf8))) as? [String: Any] ?? [:]
         return Run(status: r.status, report: report, output: r.stdout + r.stderr + "\ndevice: " + device.output)
     }
@@ -63,6 +63,29 @@ final class ImprovBumbleLiveTests: XCTestCase {
         XCTAssertEqual(other.diverged.count, 1, other.output)
         XCTAssertTrue(other.diverged.first?.why.contains("recorded capabilities IDENTIFY,DEVICE_INFO, observed capabilities IDENTIFY,DEVICE_INFO,SCAN_WIFI") ?? false,
                       "\(other.diverged)")
+    }
+
+    /// `--set` on the Bumble phone's WIFI_SETTINGS, which it wrote in 20-byte pieces: the
+    /// redacted script's command is rebuilt with a longer password and cut again (three writes
+    /// where two were recorded). Bumble's device joins the pieces, checks the checksum and joins
+    /// the network whose password is the new one; with another world it is unable to connect.
+    func testSetRebuildsTheBumblePhonesCutWiFiSettingsLive() throws {
+        let dir = try Harness.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let script = dir.appendingPathComponent("bumble-improv.json").path
+        let e = try Harness.gattlab(["replay", "extract", try ImprovBumbleTests.make("improv-provisioning"), "-o", script])
+        XCTAssertEqual(e.status, 0, e.stderr)
+        let password = "a-new-and-much-longer-password-0042"
+        let world = dir.appendingPathComponent("world.json")
+        try Data(#"[{"ssid": "bumble-test-ssid", "rssi": -50, "auth": 3, "password": "\#(password)"}]"#.utf8).write(to: world)
+        let device = ["--authorization", "button", "--capabilities", "0x03"]
+        let run = try Self.replay(script, device: device + ["--world", world.path], name: "new-password", replay: ["--set", "password=\(password)"])
+        XCTAssertEqual(run.verdict, "equivalent", run.output)
+        let observed = run.steps.flatMap { $0["observed"] as? [String] ?? [] }
+        XCTAssertTrue(observed.contains("the rebuilt value's last 2 pieces sent in this step"), "\(observed)")
+        let refused = try Self.replay(script, device: device, name: "other-world", replay: ["--set", "password=\(password)"])
+        XCTAssertEqual(refused.verdict, "diverged", refused.output)
+        XCTAssertTrue(refused.output.contains("UNABLE_TO_CONNECT"), refused.output)
     }
 
     // MARK: (b) GATTLab's emulated recordings
