@@ -179,22 +179,101 @@ public struct Field: Sendable {
 }
 
 /// One thing that happened, in one of the timeline's lanes.
+///
+/// A value type whose text, fields, frames and message sit in one shared box (copied on write):
+/// the rules walk every event of a timeline, and a copy of six separately counted references per
+/// event per rule was a third of `gattlab timeline` on a day's capture (all of it in
+/// `swift_retain`); a copy is now one.
 public struct TimelineEvent: Sendable {
     public enum Lane: String, Sendable { case link, ota, scan, provisioning }
     public var time: Int64
     public var device: Int?
     public var connection: Int?
     public var lane: Lane
+    private var storage: Storage
+    /// The message's type, for `message(as:)`: held beside the box, so that asking every event
+    /// for one type reads the events' array and nothing else.
+    @usableFromInline
+    private(set) var messageType: ObjectIdentifier?
+
+    private final class Storage: @unchecked Sendable {
+        // Never changed once shared: a mutation of a shared box copies it first (`unique()`).
+        var kind: String
+        var summary: String
+        var fields: [Field]
+        var frames: [Int]
+        var message: (any ProfileMessage)?
+        var problems: [ProtocolProblem]
+
+        init(kind: String, summary: String, fields: [Field], frames: [Int], message: (any ProfileMessage)?, problems: [ProtocolProblem]) {
+            self.kind = kind
+            self.summary = summary
+            self.fields = fields
+            self.frames = frames
+            self.message = message
+            self.problems = problems
+        }
+
+        func copy() -> Storage {
+            Storage(kind: kind, summary: summary, fields: fields, frames: frames, message: message, problems: problems)
+        }
+    }
+
+    init(time: Int64, device: Int?, connection: Int?, lane: Lane, kind: String, summary: String, fields: [Field], frames: [Int],
+         message: (any ProfileMessage)? = nil, problems: [ProtocolProblem] = []) {
+        self.time = time
+        self.device = device
+        self.connection = connection
+        self.lane = lane
+        storage = Storage(kind: kind, summary: summary, fields: fields, frames: frames, message: message, problems: problems)
+        messageType = message.map { ObjectIdentifier(type(of: $0)) }
+    }
+
+    private mutating func unique() -> Storage {
+        if !isKnownUniquelyReferenced(&storage) { storage = storage.copy() }
+        return storage
+    }
+
     /// Stable kind: `link.connected`, `ota.status`, `scan.result`, `nrf7.result`...
-    public var kind: String
+    public var kind: String {
+        get { storage.kind }
+        set { unique().kind = newValue }
+    }
     /// One line for people. Never holds a secret: secrets are fields.
-    public var summary: String
-    public var fields: [Field]
+    public var summary: String {
+        get { storage.summary }
+        set { unique().summary = newValue }
+    }
+    public var fields: [Field] {
+        get { storage.fields }
+        set { unique().fields = newValue }
+    }
     /// Records it came from (several for a long write or a chunked scan answer).
-    public var frames: [Int]
+    public var frames: [Int] {
+        get { storage.frames }
+        set { unique().frames = newValue }
+    }
     /// The decoded protocol message, for the rules.
-    public var message: (any ProfileMessage)?
-    public var problems: [ProtocolProblem] = []
+    public var message: (any ProfileMessage)? {
+        get { storage.message }
+        set {
+            unique().message = newValue
+            messageType = newValue.map { ObjectIdentifier(type(of: $0)) }
+        }
+    }
+    public var problems: [ProtocolProblem] {
+        get { storage.problems }
+        set { unique().problems = newValue }
+    }
+
+    /// The message, if it is a `T` (`e.message(as: SpeakerOTA.Status.self)`): what the rules ask
+    /// of every event. A message of another type is told by its type's identity alone, where
+    /// `e.message as? T` would copy the message out and ask the runtime to cast it.
+    @inlinable
+    public func message<T: ProfileMessage>(as type: T.Type) -> T? {
+        guard messageType == ObjectIdentifier(type) else { return nil }
+        return message as? T
+    }
 }
 
 extension TimelineEvent {

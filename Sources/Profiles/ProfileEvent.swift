@@ -48,7 +48,7 @@ public struct ProfileValue: Sendable {
 /// A device-protocol message, decoded. Open on purpose (issue 19): each protocol's message
 /// types conform in the protocol's own folder, so a new protocol adds messages without
 /// touching Profiles. A protocol's own code finds its messages by casting
-/// (`if let s = e.message as? MyProtocol.Status`, or `case let s as MyProtocol.Status:`).
+/// (`if let s = e.message(as: MyProtocol.Status.self)`, or `case let s as MyProtocol.Status:`).
 public protocol ProfileMessage: Sendable {
     /// Equality across existentials: false when the types differ. `Equatable` conformers get it.
     func isEqual(_ other: any ProfileMessage) -> Bool
@@ -60,6 +60,10 @@ extension ProfileMessage where Self: Equatable {
 
 /// What the protocol layer reports: a message (when it decoded) and its problems.
 public struct ProfileEvent: Sendable {
+    /// The message, if it is a `T`: the same question as a timeline event's `message(as:)`.
+    @inlinable
+    public func message<T: ProfileMessage>(as type: T.Type) -> T? { message as? T }
+
     public var connection: ConnectionKey
     public var protocolName: String
     /// Stable kind, such as `ota.status` or `scan.result`.

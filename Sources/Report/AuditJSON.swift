@@ -24,7 +24,7 @@ public enum AuditJSON {
     /// The same document (one report alone, several in one) written to `out` as it is made, so
     /// that the audit of a day of captures never sits in memory as text too.
     public static func write(_ reports: [AuditReport], options: RenderOptions = .init(), to out: BufferedOutput) {
-        var w = JSONWriter(pretty: options.pretty, sink: { out.write($0) })
+        var w = JSONWriter(pretty: options.pretty, sink: { out.write(bytes: $0) })
         if reports.count == 1 { write(reports[0], options: options, schema: true, into: &w) } else { write(reports, options: options, into: &w) }
         w.finish()
     }

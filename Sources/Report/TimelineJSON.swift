@@ -40,7 +40,7 @@ public enum TimelineJSON {
     /// The same documents written to `out` as they are made (`gattlab timeline --format json` on
     /// stdout): memory holds the timeline, not its text as well.
     public static func write(_ timelines: [Timeline], options: RenderOptions = .init(), to out: BufferedOutput) {
-        var w = JSONWriter(pretty: options.pretty, sink: { out.write($0) })
+        var w = JSONWriter(pretty: options.pretty, sink: { out.write(bytes: $0) })
         if timelines.count == 1 { write(timelines[0], options: options, into: &w) } else { write(timelines, options: options, into: &w) }
         w.finish()
     }

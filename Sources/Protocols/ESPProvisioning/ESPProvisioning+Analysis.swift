@@ -11,7 +11,7 @@ extension ESPProvisioningProtocol: ProtocolAnalysis {
     /// The last station status, a refused session, or encrypted traffic that cannot be read.
     public static func story(of events: [TimelineEvent], in timeline: Timeline, device: Int, links: String) -> (TimelineDevice.Outcome, String)? {
         let statuses = events.compactMap { e -> ESPProvisioning.StatusReport? in
-            if let m = e.message as? ESPProvisioning.ConfigMessage, case .status(let r) = m.payload { return r }
+            if let m = e.message(as: ESPProvisioning.ConfigMessage.self), case .status(let r) = m.payload { return r }
             return nil
         }
         if let last = statuses.last {
@@ -25,7 +25,7 @@ extension ESPProvisioningProtocol: ProtocolAnalysis {
             }
         }
         guard events.contains(where: { $0.kind.hasPrefix("esp.") }) else { return nil }
-        let encrypted = events.contains { ($0.message as? ESPProvisioning.OpaquePayload)?.encrypted == true }
+        let encrypted = events.contains { $0.message(as: ESPProvisioning.OpaquePayload.self)?.encrypted == true }
         if timeline.findings.contains(where: { $0.device == device && $0.id == "esp.session-refused" }) {
             return (.failed, "ESP refused the session; \(links)")
         }
@@ -50,7 +50,7 @@ extension ESPProvisioningProtocol: ProtocolAnalysis {
         var hits: [Diagnoses.Hit] = []
         var lastFailure: [Int: Int64] = [:]
         for e in c.events {
-            guard let m = e.message as? ESPProvisioning.ConfigMessage, case .status(let r) = m.payload, let d = e.device else { continue }
+            guard let m = e.message(as: ESPProvisioning.ConfigMessage.self), case .status(let r) = m.payload, let d = e.device else { continue }
             guard r.stationState.raw == 3 else { lastFailure[d] = nil; continue }
             guard lastFailure[d] == nil else { continue }
             lastFailure[d] = e.time
@@ -70,7 +70,7 @@ extension ESPProvisioningProtocol: ProtocolAnalysis {
                ch.contains("prov-session") {
                 hits.append(Diagnoses.Hit(device: e.device, time: e.time, frames: e.frames, evidence: "\(e.summary) at \(c.seconds(e.time))"))
             }
-            if let s = e.message as? ESPProvisioning.SessionMessage {
+            if let s = e.message(as: ESPProvisioning.SessionMessage.self) {
                 switch s.payload {
                 case .sec0Response(let st), .sec1Response0(let st, _, _), .sec1Response1(let st, _):
                     if st.raw != 0 {

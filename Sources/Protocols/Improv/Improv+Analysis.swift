@@ -10,7 +10,7 @@ extension ImprovProtocol: ProtocolAnalysis {
     /// WIFI_SETTINGS is one frame; a plain write longer than MTU-3 cuts it (clients cut it
     /// into several writes themselves, which `improv.rpc-split` notes).
     public static func isWholeValueWrite(_ e: ProfileEvent) -> Bool {
-        (e.message as? Improv.Command)?.command.raw == 0x01 && (e.message as? Improv.Command)?.writes == 1
+        e.message(as: Improv.Command.self)?.command.raw == 0x01 && e.message(as: Improv.Command.self)?.writes == 1
     }
 
     /// Commands are answered on RPC Result (and by Current State / Error State notifications).
@@ -83,7 +83,7 @@ extension ImprovProtocol: ProtocolAnalysis {
 
     private static func errorHits(_ c: Diagnoses.Context, raw: Int) -> [Diagnoses.Hit] {
         c.events.compactMap { e in
-            guard let x = e.message as? Improv.ErrorState, x.error.raw == raw else { return nil }
+            guard let x = e.message(as: Improv.ErrorState.self), x.error.raw == raw else { return nil }
             if raw == 3, c.isExplainedJoinFailure(e) { return nil }
             return Diagnoses.Hit(device: e.device, time: e.time, frames: e.frames, evidence: "Error State \(x.error) at \(c.seconds(e.time))")
         }
@@ -97,7 +97,7 @@ extension ImprovProtocol: ProtocolAnalysis {
             if let p = e.problems.first(where: { problems.contains($0.id) }) {
                 return Diagnoses.Hit(device: e.device, time: e.time, frames: e.frames, evidence: evidence(c, e, p))
             }
-            if let x = e.message as? Improv.ErrorState, x.error.raw == deviceError {
+            if let x = e.message(as: Improv.ErrorState.self), x.error.raw == deviceError {
                 return Diagnoses.Hit(device: e.device, time: e.time, frames: e.frames, evidence: "the device answered \(name) at \(c.seconds(e.time))")
             }
             return nil
@@ -117,7 +117,7 @@ extension ImprovProtocol: ProtocolAnalysis {
 
     /// A result without its checksum byte that fills a notification: cut by the MTU, one byte short.
     private static func isCutByOneByte(_ e: TimelineEvent, mtu: Int?) -> Bool {
-        guard let r = e.message as? Improv.Result, let mtu else { return false }
+        guard let r = e.message(as: Improv.Result.self), let mtu else { return false }
         return r.checksum == .absent && r.frameLength == mtu - 3
     }
 
@@ -130,7 +130,7 @@ extension ImprovProtocol: ProtocolAnalysis {
                 return Diagnoses.Hit(device: e.device, time: e.time, frames: e.frames,
                                      evidence: "a result at \(c.seconds(e.time)): \(p.message)\(mtu.map { "; MTU \($0)" } ?? "")")
             }
-            if isCutByOneByte(e, mtu: mtu), let r = e.message as? Improv.Result, let mtu {
+            if isCutByOneByte(e, mtu: mtu), let r = e.message(as: Improv.Result.self), let mtu {
                 return Diagnoses.Hit(device: e.device, time: e.time, frames: e.frames,
                                      evidence: "result to \(r.command) at \(c.seconds(e.time)) fills the \(mtu - 3) bytes of a notification at MTU \(mtu) and lacks its checksum: cut one byte short")
             }
@@ -155,7 +155,7 @@ extension ImprovProtocol: ProtocolAnalysis {
 
     private static func splitCommands(_ c: Diagnoses.Context) -> [Diagnoses.Hit] {
         c.events.compactMap { e in
-            guard let m = e.message as? Improv.Command, m.writes > 1 else { return nil }
+            guard let m = e.message(as: Improv.Command.self), m.writes > 1 else { return nil }
             return Diagnoses.Hit(device: e.device, time: e.time, frames: e.frames,
                                  evidence: "\(m.command) joined from \(m.writes) writes, records \(e.frames.map(String.init).joined(separator: ", "))")
         }

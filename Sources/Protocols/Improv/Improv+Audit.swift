@@ -19,7 +19,7 @@ extension ImprovProtocol: ProtocolAuditing {
         var plaintext: [(what: String, record: Int, time: Int64)] = []
 
         mutating func consume(_ e: ProfileEvent, encrypted: Bool) -> [AuditSighting] {
-            guard let c = e.message as? Improv.Command, let password = c.password else { return [] }
+            guard let c = e.message(as: Improv.Command.self), let password = c.password else { return [] }
             if !encrypted {
                 let ssid = c.ssid.map { " for \"\(ProtocolText.display($0))\"" } ?? ""
                 plaintext.appendCapped(("WIFI_SETTINGS\(ssid)", e.firstFrame, e.time))

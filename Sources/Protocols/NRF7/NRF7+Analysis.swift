@@ -15,13 +15,13 @@ extension NRF7Protocol: ProtocolAnalysis {
 
     /// The last Wi-Fi state the device reported, or a refused request.
     public static func story(of events: [TimelineEvent], in timeline: Timeline, device: Int, links: String) -> (TimelineDevice.Outcome, String)? {
-        if let last = events.compactMap({ e -> NRF7.Result? in (e.message as? NRF7.Result).flatMap { $0.state == nil ? nil : $0 } }).last {
+        if let last = events.compactMap({ e -> NRF7.Result? in e.message(as: NRF7.Result.self).flatMap { $0.state == nil ? nil : $0 } }).last {
             if last.state?.raw == 4 { return (.succeeded, "nRF7 provisioned: CONNECTED; \(links)") }
             if last.state?.raw == 5 { return (.failed, "nRF7 provisioning failed: CONNECTION_FAILED\(last.reason.map { " (\($0))" } ?? ""); \(links)") }
             return (.interrupted, "nRF7 provisioning stopped in \(last.state?.description ?? "?"); \(links)")
         }
         guard events.contains(where: { $0.kind.hasPrefix("nrf7.") }) else { return nil }
-        let refused = events.contains { (($0.message as? NRF7.Response)?.status?.raw ?? 0) != 0 }
+        let refused = events.contains { ($0.message(as: NRF7.Response.self)?.status?.raw ?? 0) != 0 }
         return (refused ? .failed : .incomplete, refused ? "nRF7 refused a request; \(links)" : "nRF7 provisioning not applied; \(links)")
     }
 
@@ -43,7 +43,7 @@ extension NRF7Protocol: ProtocolAnalysis {
 
     private static func nrf7Failed(_ c: Diagnoses.Context) -> [Diagnoses.Hit] {
         c.events.compactMap { e in
-            guard let r = e.message as? NRF7.Result, r.state?.raw == 5, !c.isExplainedJoinFailure(e) else { return nil }
+            guard let r = e.message(as: NRF7.Result.self), r.state?.raw == 5, !c.isExplainedJoinFailure(e) else { return nil }
             return Diagnoses.Hit(device: e.device, time: e.time, frames: e.frames,
                        evidence: "CONNECTION_FAILED\(r.reason.map { " (\($0))" } ?? "") at \(c.seconds(e.time))")
         }
@@ -51,7 +51,7 @@ extension NRF7Protocol: ProtocolAnalysis {
 
     private static func nrf7Refused(_ c: Diagnoses.Context) -> [Diagnoses.Hit] {
         c.events.compactMap { e in
-            guard let r = e.message as? NRF7.Response, let s = r.status, s.raw != 0 else { return nil }
+            guard let r = e.message(as: NRF7.Response.self), let s = r.status, s.raw != 0 else { return nil }
             return Diagnoses.Hit(device: e.device, time: e.time, frames: e.frames,
                        evidence: "\(r.requestOpCode?.description ?? "request") answered \(s) at \(c.seconds(e.time))")
         }

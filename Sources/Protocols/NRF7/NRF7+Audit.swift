@@ -16,7 +16,7 @@ extension NRF7Protocol: ProtocolAuditing {
         var unencrypted: [(what: String, record: Int, time: Int64)] = []
 
         mutating func consume(_ e: ProfileEvent, encrypted: Bool) -> [AuditSighting] {
-            guard let r = e.message as? NRF7.Request else { return [] }
+            guard let r = e.message(as: NRF7.Request.self) else { return [] }
             if !encrypted {
                 unencrypted.appendCapped((r.opCode?.description ?? "request", e.firstFrame, e.time))
             }

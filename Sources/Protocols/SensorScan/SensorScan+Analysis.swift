@@ -15,7 +15,7 @@ extension SensorScanProtocol: ProtocolAnalysis {
 
     /// The last scan's answer, or a SCAN never answered.
     public static func story(of events: [TimelineEvent], in timeline: Timeline, device: Int, links: String) -> (TimelineDevice.Outcome, String)? {
-        let scans = events.compactMap { $0.message as? SensorScan.Response }
+        let scans = events.compactMap { $0.message(as: SensorScan.Response.self) }
         if let last = scans.last {
             let n = last.networks.count
             return last.complete ? (.succeeded, "Wi-Fi scan: \(n) network\(n == 1 ? "" : "s") (\(scans.count) scan\(scans.count == 1 ? "" : "s")); \(links)")
@@ -39,7 +39,7 @@ extension SensorScanProtocol: ProtocolAnalysis {
 
     private static func scanWithoutEnd(_ c: Diagnoses.Context) -> [Diagnoses.Hit] {
         c.events.compactMap { e in
-            guard let r = e.message as? SensorScan.Response, !r.complete else { return nil }
+            guard let r = e.message(as: SensorScan.Response.self), !r.complete else { return nil }
             if r.chunks == 0 {
                 return Diagnoses.Hit(device: e.device, time: e.time, frames: e.frames,
                            evidence: "SCAN was never answered: no notification and no END (at \(c.seconds(e.time)))")

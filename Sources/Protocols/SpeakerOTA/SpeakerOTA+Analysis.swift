@@ -28,11 +28,11 @@ extension SpeakerOTAProtocol: ProtocolAnalysis {
 
     /// The update's outcome, from the last status: failed, succeeded, rolled back, interrupted.
     public static func story(of events: [TimelineEvent], in timeline: Timeline, device: Int, links: String) -> (TimelineDevice.Outcome, String)? {
-        let statuses = events.compactMap { e in e.message as? SpeakerOTA.Status }
+        let statuses = events.compactMap { e in e.message(as: SpeakerOTA.Status.self) }
         guard let last = statuses.last else { return nil }
         let lastDisconnect = events.last { $0.kind == "link.disconnected" }
         let started = statuses.contains { $0.state == .wifiConnecting }
-        let validated = events.contains { ($0.message as? SpeakerOTA.ControlCommand)?.command == .validate }
+        let validated = events.contains { $0.message(as: SpeakerOTA.ControlCommand.self)?.command == .validate }
         let everSucceeded = statuses.contains { $0.state == .success }
         switch last.state {
         case .error?:
@@ -97,7 +97,7 @@ extension SpeakerOTAProtocol: ProtocolAnalysis {
     /// No progress for longer than this during a download is a stall.
     static let stallThreshold: Int64 = 15_000_000
 
-    private static func status(_ e: TimelineEvent) -> SpeakerOTA.Status? { e.message as? SpeakerOTA.Status }
+    private static func status(_ e: TimelineEvent) -> SpeakerOTA.Status? { e.message(as: SpeakerOTA.Status.self) }
 
     private static func wifiJoinFailed(_ c: Diagnoses.Context) -> [Diagnoses.Hit] {
         var hits: [Diagnoses.Hit] = []
@@ -106,7 +106,7 @@ extension SpeakerOTAProtocol: ProtocolAnalysis {
             var rssi: Int8?
             var joinStart: Int64?
             for e in c.events(of: d) {
-                if let cred = e.message as? SpeakerOTA.Credentials { ssid = ProtocolText.display(cred.ssid) }
+                if let cred = e.message(as: SpeakerOTA.Credentials.self) { ssid = ProtocolText.display(cred.ssid) }
                 guard let s = status(e) else { continue }
                 if s.rssi != 0 { rssi = s.rssi }
                 if s.state == .wifiConnecting, joinStart == nil { joinStart = e.time }
@@ -136,7 +136,7 @@ extension SpeakerOTAProtocol: ProtocolAnalysis {
             var url: SpeakerOTA.FirmwareURL?
             var lastError: SpeakerOTA.ErrorCode?
             for e in c.events(of: d) {
-                if let u = e.message as? SpeakerOTA.FirmwareURL { url = u }
+                if let u = e.message(as: SpeakerOTA.FirmwareURL.self) { url = u }
                 guard let s = status(e) else { continue }
                 guard s.state == .error, let code = s.error else { lastError = nil; continue }
                 defer { lastError = code }
@@ -218,7 +218,7 @@ extension SpeakerOTAProtocol: ProtocolAnalysis {
                     if s.state == .pendingVerify, pending == nil { pending = e }
                     if s.state == .idle, pending != nil { rolledBack = e }
                 }
-                if let cmd = e.message as? SpeakerOTA.ControlCommand, cmd.command == .validate || cmd.command == .rollback { pending = nil; rolledBack = nil }
+                if let cmd = e.message(as: SpeakerOTA.ControlCommand.self), cmd.command == .validate || cmd.command == .rollback { pending = nil; rolledBack = nil }
                 if e.kind == "link.disconnected", let p = pending {
                     hits.append(Diagnoses.Hit(device: d, time: p.time, frames: p.frames + e.frames,
                                     evidence: "PENDING_VERIFY at \(c.seconds(p.time)); the link ended at \(c.seconds(e.time)) without VALIDATE" +
@@ -271,7 +271,7 @@ extension SpeakerOTAProtocol: ProtocolAnalysis {
 
     private static func plainHTTP(_ c: Diagnoses.Context) -> [Diagnoses.Hit] {
         c.events.compactMap { e in
-            guard let u = e.message as? SpeakerOTA.FirmwareURL, u.scheme?.lowercased() == "http" else { return nil }
+            guard let u = e.message(as: SpeakerOTA.FirmwareURL.self), u.scheme?.lowercased() == "http" else { return nil }
             return Diagnoses.Hit(device: e.device, time: e.time, frames: e.frames, evidence: "URL \(u.display(reveal: false)) at \(c.seconds(e.time))")
         }
     }

@@ -59,6 +59,12 @@ extension SpeakerOTA {
         public var text: String { ProtocolText.decode(bytes).text }
         /// The URL's scheme in lower case ("http", "https"), if it has one.
         public var scheme: String? {
+            // The common case read off the bytes (a rule asks it of every URL of a capture):
+            // ASCII letters and "+-." before the first colon.
+            if let colon = bytes.firstIndex(of: UInt8(ascii: ":")), colon > 0,
+               bytes[..<colon].allSatisfy({ b in (b | 0x20) >= 0x61 && (b | 0x20) <= 0x7A || b == 0x2B || b == 0x2D || b == 0x2E }) {
+                return String(decoding: bytes[..<colon].map { b in (b >= 0x41 && b <= 0x5A) ? b | 0x20 : b }, as: UTF8.self)
+            }
             guard let colon = text.firstIndex(of: ":") else { return nil }
             let s = text[..<colon].lowercased()
             return s.isEmpty || s.contains(where: { !$0.isLetter && !"+-.".contains($0) }) ? nil : s
