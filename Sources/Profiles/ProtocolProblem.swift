@@ -36,9 +36,12 @@ public enum ProtocolText {
         return out
     }
 
+    @inlinable
     public static func decode(_ bytes: some Collection<UInt8>) -> (text: String, valid: Bool) {
         let text = String(decoding: bytes, as: UTF8.self)
-        // String(decoding:) replaces invalid sequences with U+FFFD; a round trip tells.
-        return (text, Array(text.utf8).elementsEqual(bytes))
+        // String(decoding:) replaces invalid sequences with U+FFFD; a round trip tells. ASCII
+        // (most SSIDs and URLs) always survives it, and the check needs no copy of the text.
+        if bytes.allSatisfy({ $0 < 0x80 }) { return (text, true) }
+        return (text, text.utf8.elementsEqual(bytes))
     }
 }
