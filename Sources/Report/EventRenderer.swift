@@ -105,36 +105,62 @@ public final class EventRenderer {
 
     // MARK: Text
 
-    private func time(_ t: Int64) -> String {
-        absoluteTime ? TimeFormat.iso8601(t) : TimeFormat.relative(t, since: firstTime ?? t)
+    private func line(_ record: CaptureRecord, _ key: ConnectionKey?, _ body: String, arrow: String = " ") {
+        beginLine(record, key, arrow: arrow)
+        out.append(body)
+        endLine()
     }
 
-    func lineForProfile(_ record: CaptureRecord, _ key: ConnectionKey, _ body: String) { line(record, key, body) }
+    /// Writes a text line's start into the output: `[file: ]frame  time  connection  arrow  `,
+    /// the frame right-aligned in 7, the connection padded to 8 and the arrow to 4 (at least one
+    /// space after each). The caller writes the body, then `endLine()`. Written in place rather
+    /// than built as a String: decode writes a million of these.
+    func beginLine(_ record: CaptureRecord, _ key: ConnectionKey?, arrow: String = " ") {
+        if let file { out.append(file); out.append(": " as StaticString) }
+        out.int(record.number, width: 7)
+        out.append("  " as StaticString)
+        if absoluteTime {
+            out.append(TimeFormat.iso8601(record.timestamp))
+        } else {
+            // TimeFormat.relative's text.
+            let t = record.timestamp
+            out.seconds(t &- (firstTime ?? t))
+        }
+        out.append("  " as StaticString)
+        let connection = out.mark
+        if let key { out.connection(key) } else { out.byte(UInt8(ascii: "-")) }
+        out.pad(from: connection, width: 8, minimum: 1)
+        out.byte(0x20)
+        let a = out.mark
+        out.append(arrow)
+        out.pad(from: a, width: 4, minimum: 1)
+    }
 
-    private func line(_ record: CaptureRecord, _ key: ConnectionKey?, _ body: String, arrow: String = " ") {
-        var s = ""
-        if let file { s += file + ": " }
-        let frame = String(record.number)
-        s += String(repeating: " ", count: max(0, 7 - frame.count)) + frame + "  " + time(record.timestamp) + "  "
-        let conn = key?.description ?? "-"
-        s += conn + String(repeating: " ", count: max(1, 8 - conn.count)) + " " + arrow
-        s += String(repeating: " ", count: max(1, 4 - arrow.count)) + body
-        out.line(s)
+    func endLine() {
+        out.endLine()
         written += 1
     }
 
     private func textATT(_ e: ATTEvent, _ record: CaptureRecord, _ decoder: GATTDecoder) {
-        let name = ATTOpcode.name(for: e.opcode)
-        var body = style.bold(name)
+        beginLine(record, e.connection, arrow: e.direction.arrow)
+        style.open(Style.boldCode, out)
+        out.append(ATTOpcode.name(for: e.opcode))
+        style.close(out)
         if let reason = e.malformed {
-            body += " " + style.red("[malformed: \(reason)]")
+            out.append(" " + style.red("[malformed: \(reason)]"))
         } else {
             let table = decoder.table(for: e.connection)?.0
-            let detail = PDUDetails.text(e, table: table, reveal: reveal, protocols: protocols)
-            if !detail.isEmpty { body += "  " + detail }
+            // "  " and the detail, unless there is none.
+            let before = out.mark
+            out.append("  " as StaticString)
+            PDUDetails.write(e, table: table, reveal: reveal, protocols: protocols, labels: labels, into: out)
+            if out.mark == before + 2 { out.truncate(to: before) }
         }
-        line(record, e.connection, body, arrow: e.direction.arrow)
+        endLine()
     }
+
+    /// Handle labels of the tables, built once per attribute.
+    private let labels = AttributeLabels()
 
     private func operation(_ op: GATTOperation, _ record: CaptureRecord) {
         switch op {
