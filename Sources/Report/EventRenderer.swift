@@ -35,8 +35,9 @@ public final class EventRenderer {
         self.protocols = protocols
     }
 
-    /// The decoder of the events being rendered, for table lookups (endpoint names).
-    private weak var decoder: GATTDecoder?
+    /// The decoder of the events being rendered, for table lookups (endpoint names). Strong (it
+    /// holds no renderer): a weak reference cost a weak-reference store per record.
+    private var decoder: GATTDecoder?
 
     /// Every record, with events or not: times are relative to the file's first record (as in
     /// timelines and tshark's frame.time_relative), not to the first one that printed a line.
@@ -46,16 +47,19 @@ public final class EventRenderer {
     }
 
     public func render(_ events: [GATTEvent], record: CaptureRecord, decoder: GATTDecoder) {
-        self.decoder = decoder
+        // The same decoder for a whole file: not stored again per record.
+        if self.decoder !== decoder { self.decoder = decoder }
         see(record)
         for event in events {
             switch event {
             case .att(let e):
                 guard passes(e.connection), passes(handle: e.handle, info: e.info) else { continue }
+                // Looked up once per PDU: the table is a struct of many collections, each copy retains them all.
+                let found = decoder.table(for: e.connection)
                 if !json, !announcedTables.contains(e.connection) {
-                    announceTable(e, record, decoder)
+                    announceTable(e, record, found)
                 }
-                json ? jsonATT(e, record, decoder) : textATT(e, record, decoder)
+                json ? jsonATT(e, record, found?.0) : textATT(e, record, found?.0)
             case .operation(let op):
                 guard !attOnly else { continue }
                 operation(op, record)
@@ -68,8 +72,8 @@ public final class EventRenderer {
 
     /// Says once per connection where handle names come from, when they do not come from
     /// discovery: a --gatt-table or --profile, or nothing (so the user knows to supply one).
-    private func announceTable(_ e: ATTEvent, _ record: CaptureRecord, _ decoder: GATTDecoder) {
-        guard let (table, source) = decoder.table(for: e.connection), source != .discovered else { return }
+    private func announceTable(_ e: ATTEvent, _ record: CaptureRecord, _ found: (AttributeTable, TableSource)?) {
+        guard let (table, source) = found, source != .discovered else { return }
         if case .none = source {
             // Only a PDU that uses a characteristic shows the lack of a table; discovery requests carry handles too.
             guard let pdu = e.pdu, pdu.value != nil || pdu.opcode == 0x0A || pdu.opcode == 0x0C,
@@ -141,7 +145,7 @@ public final class EventRenderer {
         written += 1
     }
 
-    private func textATT(_ e: ATTEvent, _ record: CaptureRecord, _ decoder: GATTDecoder) {
+    private func textATT(_ e: ATTEvent, _ record: CaptureRecord, _ table: AttributeTable?) {
         beginLine(record, e.connection, arrow: e.direction.arrow)
         style.open(Style.boldCode, out)
         out.append(ATTOpcode.name(for: e.opcode))
@@ -149,7 +153,6 @@ public final class EventRenderer {
         if let reason = e.malformed {
             out.append(" " + style.red("[malformed: \(reason)]"))
         } else {
-            let table = decoder.table(for: e.connection)?.0
             // "  " and the detail, unless there is none.
             let before = out.mark
             out.append("  " as StaticString)
@@ -389,7 +392,7 @@ public final class EventRenderer {
         }
     }
 
-    private func jsonATT(_ e: ATTEvent, _ record: CaptureRecord, _ decoder: GATTDecoder) {
+    private func jsonATT(_ e: ATTEvent, _ record: CaptureRecord, _ table: AttributeTable?) {
         jsonLine(record, type: "att", e.connection) {
             self.field("direction", e.direction.description)
             self.field("cid", Int(e.cid))
@@ -408,7 +411,7 @@ public final class EventRenderer {
                 return
             }
             guard let pdu = e.pdu else { return }
-            let secret = PDUDetails.isSecret(e, table: decoder.table(for: e.connection)?.0, protocols: self.protocols)
+            let secret = PDUDetails.isSecret(e, table: table, protocols: self.protocols)
             switch pdu {
             case .errorResponse(let op, _, let error):
                 self.field("requestOpcode", Int(op))
@@ -454,7 +457,6 @@ public final class EventRenderer {
                 }
                 self.out.write("]")
             case .readByTypeResponse(_, let entries), .multipleHandleValueNotification(let entries):
-                let table = decoder.table(for: e.connection)?.0
                 self.out.write(",\"entries\":[")
                 for (i, en) in entries.enumerated() {
                     if i > 0 { self.out.byte(0x2C) }

@@ -12,14 +12,15 @@ public enum PDUDetails {
         return u.description
     }
 
-    static func write(uuidName u: BluetoothUUID, into out: BufferedOutput) {
-        if let n = KnownUUIDs.name(u) {
-            out.append(n)
+    static func write(uuidName u: BluetoothUUID, labels: AttributeLabels?, into out: BufferedOutput) {
+        let (text, name) = labels?.uuid(u) ?? (u.description, KnownUUIDs.name(u))
+        if let name {
+            out.append(name)
             out.append(" (" as StaticString)
-            out.append(u.description)
+            out.append(text)
             out.byte(UInt8(ascii: ")"))
         } else {
-            out.append(u.description)
+            out.append(text)
         }
     }
 
@@ -98,7 +99,7 @@ public enum PDUDetails {
                       labels: AttributeLabels?, into out: BufferedOutput) {
         guard let pdu = e.pdu else { return }
         func handle(_ h: UInt16) { write(handle: h, into: out) }
-        func uuidName(_ u: BluetoothUUID) { write(uuidName: u, into: out) }
+        func uuidName(_ u: BluetoothUUID) { write(uuidName: u, labels: labels, into: out) }
         func value(_ v: [UInt8], secret: Bool) { write(value: v, secret: secret, reveal: reveal, into: out) }
         func target(_ h: UInt16) {
             handle(h)
@@ -180,14 +181,29 @@ public enum PDUDetails {
     }
 }
 
-/// Handle labels (`AttributeTable.label(for:)`) remembered by attribute: a capture's PDUs touch a
-/// few characteristics over and over, and building a label (names, UUID text) cost more than the
+/// Handle labels (`AttributeTable.label(for:)`) and UUID texts remembered: a capture's PDUs touch
+/// a few characteristics over and over, and building a label (names, UUID text) cost more than the
 /// rest of its line. A label depends only on the attribute's `HandleInfo` (and the UUID names,
 /// registered before decoding starts).
 final class AttributeLabels {
     private var recent: [(info: HandleInfo, label: String)] = []
     private var next = 0
     private static let size = 16
+    private var uuids: [(uuid: BluetoothUUID, text: String, name: String?)] = []
+    private var nextUUID = 0
+
+    /// A UUID's text and name (`description`, `KnownUUIDs.name`).
+    func uuid(_ u: BluetoothUUID) -> (String, String?) {
+        for entry in uuids where entry.uuid == u { return (entry.text, entry.name) }
+        let entry = (u, u.description, KnownUUIDs.name(u))
+        if uuids.count < Self.size {
+            uuids.append(entry)
+        } else {
+            uuids[nextUUID] = entry
+            nextUUID = (nextUUID + 1) % Self.size
+        }
+        return (entry.1, entry.2)
+    }
 
     func label(_ table: AttributeTable?, _ h: UInt16) -> String? {
         guard let table, let info = table.info(for: h) else { return nil }
