@@ -223,23 +223,36 @@ public final class BufferedOutput {
         unsigned(UInt64(v), width: width)
     }
 
+    /// Decimal digits, written from the last two at a time (timestamps have 16).
     @inline(__always)
     private func unsigned(_ v: UInt64, width: Int) {
         if v < 10, width <= 1 { byte(0x30 &+ UInt8(truncatingIfNeeded: v)); return }
-        var n = 1
-        var rest = v / 10
-        while rest > 0 { n += 1; rest /= 10 }
-        let pad = max(0, width - n)
-        reserve(pad + n)
-        if pad > 0 { (base + count).initialize(repeating: 0x20, count: pad) }
-        count += pad
-        rest = v
-        for i in stride(from: n - 1, through: 0, by: -1) {
-            base[count + i] = 0x30 &+ UInt8(truncatingIfNeeded: rest % 10)
-            rest /= 10
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes of scratch on the stack
+        withUnsafeMutableBytes(of: &digits) { d in
+            var i = 24
+            var n = v
+            Self.pairs.withUTF8Buffer { pairs in
+                while n >= 10 {
+                    let p = Int(n % 100) * 2
+                    n /= 100
+                    i -= 2
+                    d[i] = pairs[p]
+                    d[i + 1] = pairs[p + 1]
+                }
+            }
+            // A last single digit (or the only one).
+            if n > 0 || i == 24 { i -= 1; d[i] = 0x30 &+ UInt8(truncatingIfNeeded: n) }
+            let len = 24 - i
+            if width > len { spaces(width - len) }
+            append(UnsafeBufferPointer(start: d.baseAddress!.assumingMemoryBound(to: UInt8.self) + i, count: len))
         }
-        count += n
     }
+
+    private static let pairs: StaticString = """
+        00010203040506070809101112131415161718192021222324252627282930313233343536373839\
+        40414243444546474849505152535455565758596061626364656667686970717273747576777879\
+        8081828384858687888990919293949596979899
+        """
 
     /// Microseconds as seconds with six decimals (`1.250000`, `-0.000300`), without floating point.
     public func seconds(_ micros: Int64) {

@@ -247,15 +247,8 @@ public final class EventRenderer {
 
     // MARK: JSON Lines
 
-    /// UUID text and name of the last UUID rendered: consecutive PDUs mostly share a characteristic.
-    private var lastUUID: (uuid: BluetoothUUID, text: String, name: String?)?
-
-    private func uuidStrings(_ uuid: BluetoothUUID) -> (String, String?) {
-        if let last = lastUUID, last.uuid == uuid { return (last.text, last.name) }
-        let strings = (uuid.description, KnownUUIDs.name(uuid))
-        lastUUID = (uuid, strings.0, strings.1)
-        return strings
-    }
+    /// UUID text and name, remembered for the few UUIDs a capture's PDUs use.
+    private func uuidStrings(_ uuid: BluetoothUUID) -> (String, String?) { labels.uuid(uuid) }
 
     private var firstField = true
 

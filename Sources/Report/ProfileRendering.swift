@@ -36,6 +36,8 @@ extension EventRenderer {
 extension EventRenderer.JSONFields {
     /// Writes a built object's fields at the top level of the line.
     func merge(_ b: JSONBuild) {
-        for p in b.parts { raw(p.key, p.json) }
+        guard !b.fields.isEmpty else { return }
+        renderer.out.byte(UInt8(ascii: ","))
+        b.fields.withUnsafeBufferPointer { renderer.out.append($0) }
     }
 }
