@@ -56,7 +56,11 @@ public struct JSONBuild {
     public init() {}
 
     private mutating func key(_ k: String) {
-        if !fields.isEmpty { fields.append(UInt8(ascii: ",")) }
+        if fields.isEmpty {
+            fields.reserveCapacity(256)  // one allocation for a message's fields, not several
+        } else {
+            fields.append(UInt8(ascii: ","))
+        }
         quoted(k)
         fields.append(UInt8(ascii: ":"))
     }
@@ -76,7 +80,19 @@ public struct JSONBuild {
     }
 
     public mutating func string(_ k: String, _ v: String?) { if let v { key(k); quoted(v) } }
-    public mutating func int(_ k: String, _ v: Int?) { if let v { key(k); fields.append(contentsOf: String(v).utf8) } }
+    public mutating func int(_ k: String, _ v: Int?) {
+        guard let v else { return }
+        key(k)
+        // String(v)'s digits, without the String.
+        if v < 0 { fields.append(UInt8(ascii: "-")) }
+        let start = fields.count
+        var m = v.magnitude
+        repeat {
+            fields.append(0x30 + UInt8(m % 10))
+            m /= 10
+        } while m > 0
+        fields[start...].reverse()
+    }
     public mutating func bool(_ k: String, _ v: Bool?) { if let v { key(k); fields.append(contentsOf: (v ? "true" : "false").utf8) } }
     /// A value that is already JSON.
     public mutating func raw(_ k: String, _ json: String?) { if let json { key(k); fields.append(contentsOf: json.utf8) } }

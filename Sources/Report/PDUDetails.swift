@@ -186,33 +186,41 @@ public enum PDUDetails {
 /// rest of its line. A label depends only on the attribute's `HandleInfo` (and the UUID names,
 /// registered before decoding starts).
 final class AttributeLabels {
-    private var recent: [(info: HandleInfo, label: String)] = []
+    // Keys and values in separate arrays: the keys are plain values, scanned without copying
+    // (retaining) the strings beside them.
+    private var infos: [HandleInfo] = []
+    private var labels: [String] = []
     private var next = 0
-    private static let size = 16
-    private var uuids: [(uuid: BluetoothUUID, text: String, name: String?)] = []
+    private var uuids: [BluetoothUUID] = []
+    private var uuidTexts: [(text: String, name: String?)] = []
     private var nextUUID = 0
+    private static let size = 16
 
     /// A UUID's text and name (`description`, `KnownUUIDs.name`).
     func uuid(_ u: BluetoothUUID) -> (String, String?) {
-        for entry in uuids where entry.uuid == u { return (entry.text, entry.name) }
-        let entry = (u, u.description, KnownUUIDs.name(u))
+        if let i = uuids.firstIndex(of: u) { return uuidTexts[i] }
+        let texts = (u.description, KnownUUIDs.name(u))
         if uuids.count < Self.size {
-            uuids.append(entry)
+            uuids.append(u)
+            uuidTexts.append(texts)
         } else {
-            uuids[nextUUID] = entry
+            uuids[nextUUID] = u
+            uuidTexts[nextUUID] = texts
             nextUUID = (nextUUID + 1) % Self.size
         }
-        return (entry.1, entry.2)
+        return texts
     }
 
     func label(_ table: AttributeTable?, _ h: UInt16) -> String? {
         guard let table, let info = table.info(for: h) else { return nil }
-        for entry in recent where entry.info == info { return entry.label }
+        if let i = infos.firstIndex(of: info) { return labels[i] }
         guard let label = table.label(for: h) else { return nil }
-        if recent.count < Self.size {
-            recent.append((info, label))
+        if infos.count < Self.size {
+            infos.append(info)
+            labels.append(label)
         } else {
-            recent[next] = (info, label)
+            infos[next] = info
+            labels[next] = label
             next = (next + 1) % Self.size
         }
         return label
