@@ -50,11 +50,12 @@ public final class EventRenderer {
         // The same decoder for a whole file: not stored again per record.
         if self.decoder !== decoder { self.decoder = decoder }
         see(record)
-        for event in events {
-            switch event {
+        // By index: `for event in events` copied each event (and retained all it holds).
+        for i in events.indices {
+            switch events[i] {
             case .att(let e):
                 guard passes(e.connection), passes(handle: e.handle, info: e.info) else { continue }
-                // Looked up once per PDU: the table is a struct of many collections, each copy retains them all.
+                // Looked up once per PDU, for the announcement and the line.
                 let found = decoder.table(for: e.connection)
                 if !json, !announcedTables.contains(e.connection) {
                     announceTable(e, record, found)
