@@ -83,6 +83,21 @@ public final class BufferedOutput {
         s.withUTF8Buffer { append($0) }
     }
 
+    /// `,"name":` of a JSON field, in one piece.
+    @inline(__always)
+    func key(_ name: StaticString) {
+        name.withUTF8Buffer { n in
+            reserve(n.count + 4)
+            base[count] = UInt8(ascii: ",")
+            base[count + 1] = UInt8(ascii: "\"")
+            count += 2
+            append(n)
+            base[count] = UInt8(ascii: "\"")
+            base[count + 1] = UInt8(ascii: ":")
+            count += 2
+        }
+    }
+
     /// Where the buffer ends now: with `pad(from:width:minimum:)` and `truncate(to:)`.
     var mark: Int { count }
 

@@ -234,9 +234,9 @@ public final class EventRenderer {
                 self.field("event", text.event)
                 for (k, v) in extra {
                     switch v {
-                    case let i as Int: self.field(k, i)
-                    case let b as Bool: self.field(k, b)
-                    default: self.field(k, "\(v)")
+                    case let i as Int: self.field(key: k, i)
+                    case let b as Bool: self.field(key: k, b)
+                    default: self.field(key: k, "\(v)")
                     }
                 }
             }
@@ -278,9 +278,9 @@ public final class EventRenderer {
     /// Fields of a `protocol` line, for the protocol renderer.
     struct JSONFields {
         let renderer: EventRenderer
-        func string(_ k: String, _ v: String) { renderer.field(k, v) }
-        func int(_ k: String, _ v: Int) { renderer.field(k, v) }
-        func bool(_ k: String, _ v: Bool) { renderer.field(k, v) }
+        func string(_ k: String, _ v: String) { renderer.field(key: k, v) }
+        func int(_ k: String, _ v: Int) { renderer.field(key: k, v) }
+        func bool(_ k: String, _ v: Bool) { renderer.field(key: k, v) }
         /// A value that is already JSON.
         func raw(_ k: String, _ json: String) {
             renderer.out.write(",\""); renderer.out.write(k); renderer.out.write("\":"); renderer.out.write(json)
@@ -291,15 +291,29 @@ public final class EventRenderer {
         jsonLine(record, type: "protocol", key) { body(JSONFields(renderer: self)) }
     }
 
-    fileprivate func field(_ name: String, _ v: Int) {
+    // Fields named by literals (nearly all) write their key in one piece; `key:` takes any name.
+
+    fileprivate func field(_ name: StaticString, _ v: Int) {
+        out.key(name); out.int(v)
+    }
+
+    fileprivate func field(_ name: StaticString, _ v: String) {
+        out.key(name); out.jsonString(v)
+    }
+
+    fileprivate func field(_ name: StaticString, _ v: Bool) {
+        out.key(name); out.append(v ? "true" as StaticString : "false")
+    }
+
+    fileprivate func field(key name: String, _ v: Int) {
         out.write(",\""); out.write(name); out.write("\":"); out.int(v)
     }
 
-    fileprivate func field(_ name: String, _ v: String) {
+    fileprivate func field(key name: String, _ v: String) {
         out.write(",\""); out.write(name); out.write("\":"); out.jsonString(v)
     }
 
-    fileprivate func field(_ name: String, _ v: Bool) {
+    fileprivate func field(key name: String, _ v: Bool) {
         out.write(",\""); out.write(name); out.write(v ? "\":true" : "\":false")
     }
 
