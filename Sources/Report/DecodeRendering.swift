@@ -83,15 +83,20 @@ public struct JSONBuild {
     public mutating func int(_ k: String, _ v: Int?) {
         guard let v else { return }
         key(k)
-        // String(v)'s digits, without the String.
+        // String(v)'s digits, without the String: counted, then filled in from the last.
+        // (Reversing them in a slice copied the whole array.)
         if v < 0 { fields.append(UInt8(ascii: "-")) }
-        let start = fields.count
         var m = v.magnitude
+        var n = 1
+        var rest = m / 10
+        while rest > 0 { n += 1; rest /= 10 }
+        fields.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: n))
+        var i = fields.count
         repeat {
-            fields.append(0x30 + UInt8(m % 10))
+            i -= 1
+            fields[i] = 0x30 + UInt8(m % 10)
             m /= 10
         } while m > 0
-        fields[start...].reverse()
     }
     public mutating func bool(_ k: String, _ v: Bool?) { if let v { key(k); fields.append(contentsOf: (v ? "true" : "false").utf8) } }
     /// A value that is already JSON.
