@@ -11,8 +11,15 @@ public struct ProtocolSet: Sendable {
     /// In registration order, which is the order of every list shown to the user.
     public let types: [any DeviceProtocol.Type]
 
+    /// Every protocol's secret characteristics and endpoint names, gathered once:
+    /// `isSecretBearing` is asked for every ATT value decode prints.
+    private let secretCharacteristics: Set<BluetoothUUID>
+    private let secretEndpointNames: Set<String>
+
     public init(_ types: [any DeviceProtocol.Type]) {
         self.types = types
+        secretCharacteristics = types.reduce(into: []) { $0.formUnion($1.secretCharacteristics) }
+        secretEndpointNames = types.reduce(into: []) { $0.formUnion($1.secretEndpointNames) }
     }
 
     /// The registered types that conform to a hook, given as its existential metatype.
@@ -50,9 +57,7 @@ public struct ProtocolSet: Sendable {
     /// Whether values of this characteristic (found by UUID, or by its 0x2901 name) carry a
     /// secret as a whole for some registered protocol.
     public func isSecretBearing(_ uuid: BluetoothUUID, endpointName: String? = nil) -> Bool {
-        types.contains { type in
-            type.secretCharacteristics.contains(uuid) || endpointName.map(type.secretEndpointNames.contains) == true
-        }
+        secretCharacteristics.contains(uuid) || endpointName.map(secretEndpointNames.contains) == true
     }
 
     /// Every name the protocols give their UUIDs.

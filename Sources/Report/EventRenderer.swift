@@ -35,8 +35,9 @@ public final class EventRenderer {
         self.protocols = protocols
     }
 
-    /// The decoder of the events being rendered, for table lookups (endpoint names).
-    private weak var decoder: GATTDecoder?
+    /// The decoder of the events being rendered, for table lookups (endpoint names). Strong (it
+    /// holds no renderer): a weak reference cost a weak-reference store per record.
+    private var decoder: GATTDecoder?
 
     /// Every record, with events or not: times are relative to the file's first record (as in
     /// timelines and tshark's frame.time_relative), not to the first one that printed a line.
@@ -46,16 +47,20 @@ public final class EventRenderer {
     }
 
     public func render(_ events: [GATTEvent], record: CaptureRecord, decoder: GATTDecoder) {
-        self.decoder = decoder
+        // The same decoder for a whole file: not stored again per record.
+        if self.decoder !== decoder { self.decoder = decoder }
         see(record)
-        for event in events {
-            switch event {
+        // By index: `for event in events` copied each event (and retained all it holds).
+        for i in events.indices {
+            switch events[i] {
             case .att(let e):
                 guard passes(e.connection), passes(handle: e.handle, info: e.info) else { continue }
+                // Looked up once per PDU, for the announcement and the line.
+                let found = decoder.table(for: e.connection)
                 if !json, !announcedTables.contains(e.connection) {
-                    announceTable(e, record, decoder)
+                    announceTable(e, record, found)
                 }
-                json ? jsonATT(e, record, decoder) : textATT(e, record, decoder)
+                json ? jsonATT(e, record, found?.0) : textATT(e, record, found?.0)
             case .operation(let op):
                 guard !attOnly else { continue }
                 operation(op, record)
@@ -68,8 +73,8 @@ public final class EventRenderer {
 
     /// Says once per connection where handle names come from, when they do not come from
     /// discovery: a --gatt-table or --profile, or nothing (so the user knows to supply one).
-    private func announceTable(_ e: ATTEvent, _ record: CaptureRecord, _ decoder: GATTDecoder) {
-        guard let (table, source) = decoder.table(for: e.connection), source != .discovered else { return }
+    private func announceTable(_ e: ATTEvent, _ record: CaptureRecord, _ found: (AttributeTable, TableSource)?) {
+        guard let (table, source) = found, source != .discovered else { return }
         if case .none = source {
             // Only a PDU that uses a characteristic shows the lack of a table; discovery requests carry handles too.
             guard let pdu = e.pdu, pdu.value != nil || pdu.opcode == 0x0A || pdu.opcode == 0x0C,
@@ -105,36 +110,61 @@ public final class EventRenderer {
 
     // MARK: Text
 
-    private func time(_ t: Int64) -> String {
-        absoluteTime ? TimeFormat.iso8601(t) : TimeFormat.relative(t, since: firstTime ?? t)
+    private func line(_ record: CaptureRecord, _ key: ConnectionKey?, _ body: String, arrow: String = " ") {
+        beginLine(record, key, arrow: arrow)
+        out.append(body)
+        endLine()
     }
 
-    func lineForProfile(_ record: CaptureRecord, _ key: ConnectionKey, _ body: String) { line(record, key, body) }
+    /// Writes a text line's start into the output: `[file: ]frame  time  connection  arrow  `,
+    /// the frame right-aligned in 7, the connection padded to 8 and the arrow to 4 (at least one
+    /// space after each). The caller writes the body, then `endLine()`. Written in place rather
+    /// than built as a String: decode writes a million of these.
+    func beginLine(_ record: CaptureRecord, _ key: ConnectionKey?, arrow: String = " ") {
+        if let file { out.append(file); out.append(": " as StaticString) }
+        out.int(record.number, width: 7)
+        out.append("  " as StaticString)
+        if absoluteTime {
+            out.append(TimeFormat.iso8601(record.timestamp))
+        } else {
+            // TimeFormat.relative's text.
+            let t = record.timestamp
+            out.seconds(t &- (firstTime ?? t))
+        }
+        out.append("  " as StaticString)
+        let connection = out.mark
+        if let key { out.connection(key) } else { out.byte(UInt8(ascii: "-")) }
+        out.pad(from: connection, width: 8, minimum: 1)
+        out.byte(0x20)
+        let a = out.mark
+        out.append(arrow)
+        out.pad(from: a, width: 4, minimum: 1)
+    }
 
-    private func line(_ record: CaptureRecord, _ key: ConnectionKey?, _ body: String, arrow: String = " ") {
-        var s = ""
-        if let file { s += file + ": " }
-        let frame = String(record.number)
-        s += String(repeating: " ", count: max(0, 7 - frame.count)) + frame + "  " + time(record.timestamp) + "  "
-        let conn = key?.description ?? "-"
-        s += conn + String(repeating: " ", count: max(1, 8 - conn.count)) + " " + arrow
-        s += String(repeating: " ", count: max(1, 4 - arrow.count)) + body
-        out.line(s)
+    func endLine() {
+        out.endLine()
         written += 1
     }
 
-    private func textATT(_ e: ATTEvent, _ record: CaptureRecord, _ decoder: GATTDecoder) {
-        let name = ATTOpcode.name(for: e.opcode)
-        var body = style.bold(name)
+    private func textATT(_ e: ATTEvent, _ record: CaptureRecord, _ table: AttributeTable?) {
+        beginLine(record, e.connection, arrow: e.direction.arrow)
+        style.open(Style.boldCode, out)
+        out.append(ATTOpcode.name(for: e.opcode))
+        style.close(out)
         if let reason = e.malformed {
-            body += " " + style.red("[malformed: \(reason)]")
+            out.append(" " + style.red("[malformed: \(reason)]"))
         } else {
-            let table = decoder.table(for: e.connection)?.0
-            let detail = PDUDetails.text(e, table: table, reveal: reveal, protocols: protocols)
-            if !detail.isEmpty { body += "  " + detail }
+            // "  " and the detail, unless there is none.
+            let before = out.mark
+            out.append("  " as StaticString)
+            PDUDetails.write(e, table: table, reveal: reveal, protocols: protocols, labels: labels, into: out)
+            if out.mark == before + 2 { out.truncate(to: before) }
         }
-        line(record, e.connection, body, arrow: e.direction.arrow)
+        endLine()
     }
+
+    /// Handle labels of the tables, built once per attribute.
+    private let labels = AttributeLabels()
 
     private func operation(_ op: GATTOperation, _ record: CaptureRecord) {
         switch op {
@@ -204,9 +234,9 @@ public final class EventRenderer {
                 self.field("event", text.event)
                 for (k, v) in extra {
                     switch v {
-                    case let i as Int: self.field(k, i)
-                    case let b as Bool: self.field(k, b)
-                    default: self.field(k, "\(v)")
+                    case let i as Int: self.field(key: k, i)
+                    case let b as Bool: self.field(key: k, b)
+                    default: self.field(key: k, "\(v)")
                     }
                 }
             }
@@ -218,15 +248,8 @@ public final class EventRenderer {
 
     // MARK: JSON Lines
 
-    /// UUID text and name of the last UUID rendered: consecutive PDUs mostly share a characteristic.
-    private var lastUUID: (uuid: BluetoothUUID, text: String, name: String?)?
-
-    private func uuidStrings(_ uuid: BluetoothUUID) -> (String, String?) {
-        if let last = lastUUID, last.uuid == uuid { return (last.text, last.name) }
-        let strings = (uuid.description, KnownUUIDs.name(uuid))
-        lastUUID = (uuid, strings.0, strings.1)
-        return strings
-    }
+    /// UUID text and name, remembered for the few UUIDs a capture's PDUs use.
+    private func uuidStrings(_ uuid: BluetoothUUID) -> (String, String?) { labels.uuid(uuid) }
 
     private var firstField = true
 
@@ -255,9 +278,9 @@ public final class EventRenderer {
     /// Fields of a `protocol` line, for the protocol renderer.
     struct JSONFields {
         let renderer: EventRenderer
-        func string(_ k: String, _ v: String) { renderer.field(k, v) }
-        func int(_ k: String, _ v: Int) { renderer.field(k, v) }
-        func bool(_ k: String, _ v: Bool) { renderer.field(k, v) }
+        func string(_ k: String, _ v: String) { renderer.field(key: k, v) }
+        func int(_ k: String, _ v: Int) { renderer.field(key: k, v) }
+        func bool(_ k: String, _ v: Bool) { renderer.field(key: k, v) }
         /// A value that is already JSON.
         func raw(_ k: String, _ json: String) {
             renderer.out.write(",\""); renderer.out.write(k); renderer.out.write("\":"); renderer.out.write(json)
@@ -268,15 +291,29 @@ public final class EventRenderer {
         jsonLine(record, type: "protocol", key) { body(JSONFields(renderer: self)) }
     }
 
-    fileprivate func field(_ name: String, _ v: Int) {
+    // Fields named by literals (nearly all) write their key in one piece; `key:` takes any name.
+
+    fileprivate func field(_ name: StaticString, _ v: Int) {
+        out.key(name); out.int(v)
+    }
+
+    fileprivate func field(_ name: StaticString, _ v: String) {
+        out.key(name); out.jsonString(v)
+    }
+
+    fileprivate func field(_ name: StaticString, _ v: Bool) {
+        out.key(name); out.append(v ? "true" as StaticString : "false")
+    }
+
+    fileprivate func field(key name: String, _ v: Int) {
         out.write(",\""); out.write(name); out.write("\":"); out.int(v)
     }
 
-    fileprivate func field(_ name: String, _ v: String) {
+    fileprivate func field(key name: String, _ v: String) {
         out.write(",\""); out.write(name); out.write("\":"); out.jsonString(v)
     }
 
-    fileprivate func field(_ name: String, _ v: Bool) {
+    fileprivate func field(key name: String, _ v: Bool) {
         out.write(",\""); out.write(name); out.write(v ? "\":true" : "\":false")
     }
 
@@ -363,7 +400,7 @@ public final class EventRenderer {
         }
     }
 
-    private func jsonATT(_ e: ATTEvent, _ record: CaptureRecord, _ decoder: GATTDecoder) {
+    private func jsonATT(_ e: ATTEvent, _ record: CaptureRecord, _ table: AttributeTable?) {
         jsonLine(record, type: "att", e.connection) {
             self.field("direction", e.direction.description)
             self.field("cid", Int(e.cid))
@@ -382,7 +419,7 @@ public final class EventRenderer {
                 return
             }
             guard let pdu = e.pdu else { return }
-            let secret = PDUDetails.isSecret(e, table: decoder.table(for: e.connection)?.0, protocols: self.protocols)
+            let secret = PDUDetails.isSecret(e, table: table, protocols: self.protocols)
             switch pdu {
             case .errorResponse(let op, _, let error):
                 self.field("requestOpcode", Int(op))
@@ -428,7 +465,6 @@ public final class EventRenderer {
                 }
                 self.out.write("]")
             case .readByTypeResponse(_, let entries), .multipleHandleValueNotification(let entries):
-                let table = decoder.table(for: e.connection)?.0
                 self.out.write(",\"entries\":[")
                 for (i, en) in entries.enumerated() {
                     if i > 0 { self.out.byte(0x2C) }

@@ -12,7 +12,25 @@ public enum PDUDetails {
         return u.description
     }
 
+    static func write(uuidName u: BluetoothUUID, labels: AttributeLabels?, into out: BufferedOutput) {
+        let (text, name) = labels?.uuid(u) ?? (u.description, KnownUUIDs.name(u))
+        if let name {
+            out.append(name)
+            out.append(" (" as StaticString)
+            out.append(text)
+            out.byte(UInt8(ascii: ")"))
+        } else {
+            out.append(text)
+        }
+    }
+
     public static func handle(_ h: UInt16) -> String { "0x" + String(h, radix: 16).leftPad(4) }
+
+    @inline(__always)
+    static func write(handle h: UInt16, into out: BufferedOutput) {
+        out.append("0x" as StaticString)
+        out.hex(UInt64(h), digits: 4)
+    }
 
     /// Whether a value must be redacted: it belongs to a characteristic that carries secrets, or
     /// its protocol finds credentials in it (a firmware URL with a password or token).
@@ -39,77 +57,173 @@ public enum PDUDetails {
     }
 
     public static func value(_ v: [UInt8], secret: Bool, reveal: Bool) -> String {
-        if secret && !reveal { return "<redacted:\(v.count) bytes>" }
-        if v.isEmpty { return "(empty)" }
-        let shown = v.count > 64 ? Array(v.prefix(64)) : v
-        var s = Hex.string(shown, separator: " ")
-        if v.count > 64 { s += " …(\(v.count) bytes)" }
-        let text = printable(shown)
-        if shown.contains(where: { $0 >= 0x20 && $0 < 0x7F }) { s += "  \"\(text)\"" }
-        return s
+        let out = BufferedOutput.collecting()
+        write(value: v, secret: secret, reveal: reveal, into: out)
+        return out.text
+    }
+
+    /// A value as hex (the first 64 bytes) and, when any byte is printable, as text.
+    static func write(value v: [UInt8], secret: Bool, reveal: Bool, into out: BufferedOutput) {
+        if secret && !reveal {
+            out.append("<redacted:" as StaticString)
+            out.int(v.count)
+            out.append(" bytes>" as StaticString)
+            return
+        }
+        if v.isEmpty { out.append("(empty)" as StaticString); return }
+        v.withUnsafeBufferPointer { all in
+            let shown = UnsafeBufferPointer(rebasing: all.prefix(64))
+            out.hex(shown, separator: 0x20)
+            if v.count > 64 {
+                out.append(" …(" as StaticString)
+                out.int(v.count)
+                out.append(" bytes)" as StaticString)
+            }
+            if shown.contains(where: { $0 >= 0x20 && $0 < 0x7F }) {
+                out.append("  \"" as StaticString)
+                out.printable(shown)
+                out.byte(UInt8(ascii: "\""))
+            }
+        }
     }
 
     /// One line of detail after the opcode name.
     public static func text(_ e: ATTEvent, table: AttributeTable?, reveal: Bool, protocols: ProtocolSet) -> String {
-        guard let pdu = e.pdu else { return "" }
-        func target(_ h: UInt16) -> String {
-            if let label = table?.label(for: h) { return "\(handle(h)) \(label)" }
-            return handle(h)
+        let out = BufferedOutput.collecting()
+        write(e, table: table, reveal: reveal, protocols: protocols, labels: nil, into: out)
+        return out.text
+    }
+
+    /// `text`, written into `out`; `labels` remembers handle labels across lines.
+    static func write(_ e: ATTEvent, table: AttributeTable?, reveal: Bool, protocols: ProtocolSet,
+                      labels: AttributeLabels?, into out: BufferedOutput) {
+        guard let pdu = e.pdu else { return }
+        func handle(_ h: UInt16) { write(handle: h, into: out) }
+        func uuidName(_ u: BluetoothUUID) { write(uuidName: u, labels: labels, into: out) }
+        func value(_ v: [UInt8], secret: Bool) { write(value: v, secret: secret, reveal: reveal, into: out) }
+        func target(_ h: UInt16) {
+            handle(h)
+            if let label = labels == nil ? table?.label(for: h) : labels?.label(table, h) {
+                out.byte(0x20)
+                out.append(label)
+            }
+        }
+        func text(_ s: StaticString) { out.append(s) }
+        /// Entries with a separator between them.
+        func list<C: Collection>(_ c: C, _ separator: StaticString, _ each: (C.Element) -> Void) {
+            var first = true
+            for x in c {
+                if !first { out.append(separator) }
+                first = false
+                each(x)
+            }
         }
         let secret = isSecret(e, table: table, protocols: protocols)
         switch pdu {
         case .errorResponse(let op, let h, let error):
-            return "\(ATTOpcode.name(for: op)) on \(target(h)): \(error.name) (0x\(Hex.string([error.rawValue])))"
-        case .exchangeMTURequest(let m): return "client MTU \(m)"
-        case .exchangeMTUResponse(let m): return "server MTU \(m)"
+            out.append(ATTOpcode.name(for: op)); text(" on "); target(h); text(": ")
+            out.append(error.name); text(" (0x"); out.hexByte(error.rawValue); text(")")
+        case .exchangeMTURequest(let m): text("client MTU "); out.int(Int(m))
+        case .exchangeMTUResponse(let m): text("server MTU "); out.int(Int(m))
         case .findInformationRequest(let s, let end), .readByGroupTypeRequest(let s, let end, _), .readByTypeRequest(let s, let end, _), .findByTypeValueRequest(let s, let end, _, _):
-            var t = "\(handle(s))..\(handle(end))"
+            handle(s); text(".."); handle(end)
             switch pdu {
-            case .readByGroupTypeRequest(_, _, let type), .readByTypeRequest(_, _, let type): t += " type \(uuidName(type))"
-            case .findByTypeValueRequest(_, _, let type, let v): t += " type \(uuidName(BluetoothUUID(uuid16: type))) value \(Hex.string(v))"
+            case .readByGroupTypeRequest(_, _, let type), .readByTypeRequest(_, _, let type): text(" type "); uuidName(type)
+            case .findByTypeValueRequest(_, _, let type, let v):
+                text(" type "); uuidName(BluetoothUUID(uuid16: type)); text(" value "); out.hex(v)
             default: break
             }
-            return t
         case .findInformationResponse(_, let entries):
-            return entries.map { "\(handle($0.handle)) \(uuidName($0.uuid))" }.joined(separator: ", ")
+            list(entries, ", ") { handle($0.handle); text(" "); uuidName($0.uuid) }
         case .findByTypeValueResponse(let entries):
-            return entries.map { "\(handle($0.foundHandle))-\(handle($0.groupEndHandle))" }.joined(separator: ", ")
+            list(entries, ", ") { handle($0.foundHandle); text("-"); handle($0.groupEndHandle) }
         case .readByGroupTypeResponse(_, let entries):
-            return entries.map { e -> String in
-                let u = BluetoothUUID(littleEndianBytes: e.value).map(uuidName) ?? Hex.string(e.value)
-                return "\(handle(e.handle))-\(handle(e.endGroupHandle)) \(u)"
-            }.joined(separator: ", ")
+            list(entries, ", ") { e in
+                handle(e.handle); text("-"); handle(e.endGroupHandle); text(" ")
+                if let u = BluetoothUUID(littleEndianBytes: e.value) { uuidName(u) } else { out.hex(e.value) }
+            }
         case .readByTypeResponse(_, let entries):
-            return entries.map { e -> String in
+            list(entries, ", ") { e in
                 if e.value.count == 5 || e.value.count == 19, let u = BluetoothUUID(littleEndianBytes: e.value[3...]) {
                     let vh = UInt16(e.value[1]) | UInt16(e.value[2]) << 8
-                    return "\(handle(e.handle)) char \(uuidName(u)) value \(handle(vh)) [\(AttributeTable.propertyNames(e.value[0]).joined(separator: ","))]"
+                    handle(e.handle); text(" char "); uuidName(u); text(" value "); handle(vh); text(" [")
+                    list(AttributeTable.propertyNames(e.value[0]), ",") { out.append($0) }
+                    text("]")
+                    return
                 }
-                return "\(handle(e.handle)) \(value(e.value, secret: isSecret(table?.info(for: e.handle), protocols: protocols), reveal: reveal))"
-            }.joined(separator: ", ")
-        case .readRequest(let h): return target(h)
-        case .readBlobRequest(let h, let off): return "\(target(h)) offset \(off)"
+                handle(e.handle); text(" ")
+                value(e.value, secret: isSecret(table?.info(for: e.handle), protocols: protocols))
+            }
+        case .readRequest(let h): target(h)
+        case .readBlobRequest(let h, let off): target(h); text(" offset "); out.int(Int(off))
         case .readMultipleRequest(let hs), .readMultipleVariableRequest(let hs):
-            return hs.map { target($0) }.joined(separator: ", ")
+            list(hs, ", ") { target($0) }
         case .readResponse(let v), .readBlobResponse(let v):
-            let answered = e.handle.map { "\(target($0))  " } ?? ""
-            return answered + value(v, secret: secret, reveal: reveal)
+            if let h = e.handle { target(h); text("  ") }
+            value(v, secret: secret)
         case .readMultipleResponse(let v):
-            return value(v, secret: false, reveal: reveal)
+            value(v, secret: false)
         case .readMultipleVariableResponse(let vs):
-            return vs.map { value($0, secret: false, reveal: reveal) }.joined(separator: " | ")
+            list(vs, " | ") { value($0, secret: false) }
         case .writeRequest(let h, let v), .writeCommand(let h, let v), .handleValueNotification(let h, let v), .handleValueIndication(let h, let v):
-            return "\(target(h))  \(value(v, secret: secret, reveal: reveal))"
+            target(h); text("  "); value(v, secret: secret)
         case .signedWriteCommand(let h, let v, _):
-            return "\(target(h))  \(value(v, secret: secret, reveal: reveal)) (signed)"
+            target(h); text("  "); value(v, secret: secret); text(" (signed)")
         case .prepareWriteRequest(let h, let off, let v), .prepareWriteResponse(let h, let off, let v):
-            return "\(target(h)) offset \(off)  \(value(v, secret: secret, reveal: reveal))"
-        case .executeWriteRequest(let flags): return flags & 1 == 1 ? "write" : "cancel"
+            target(h); text(" offset "); out.int(Int(off)); text("  "); value(v, secret: secret)
+        case .executeWriteRequest(let flags): text(flags & 1 == 1 ? "write" : "cancel")
         case .multipleHandleValueNotification(let entries):
-            return entries.map { "\(target($0.handle)) \(value($0.value, secret: isSecret(table?.info(for: $0.handle), protocols: protocols), reveal: reveal))" }.joined(separator: "; ")
-        case .unknown(_, let params): return Hex.string(params, separator: " ")
-        default: return ""
+            list(entries, "; ") { target($0.handle); text(" "); value($0.value, secret: isSecret(table?.info(for: $0.handle), protocols: protocols)) }
+        case .unknown(_, let params):
+            params.withUnsafeBufferPointer { out.hex($0, separator: 0x20) }
+        default: break
         }
+    }
+}
+
+/// Handle labels (`AttributeTable.label(for:)`) and UUID texts remembered: a capture's PDUs touch
+/// a few characteristics over and over, and building a label (names, UUID text) cost more than the
+/// rest of its line. A label depends only on the attribute's `HandleInfo` (and the UUID names,
+/// registered before decoding starts).
+final class AttributeLabels {
+    // Keys and values in separate arrays: the keys are plain values, scanned without copying
+    // (retaining) the strings beside them.
+    private var infos: [HandleInfo] = []
+    private var labels: [String] = []
+    private var next = 0
+    private var uuids: [BluetoothUUID] = []
+    private var uuidTexts: [(text: String, name: String?)] = []
+    private var nextUUID = 0
+    private static let size = 16
+
+    /// A UUID's text and name (`description`, `KnownUUIDs.name`).
+    func uuid(_ u: BluetoothUUID) -> (String, String?) {
+        if let i = uuids.firstIndex(of: u) { return uuidTexts[i] }
+        let texts = (u.description, KnownUUIDs.name(u))
+        if uuids.count < Self.size {
+            uuids.append(u)
+            uuidTexts.append(texts)
+        } else {
+            uuids[nextUUID] = u
+            uuidTexts[nextUUID] = texts
+            nextUUID = (nextUUID + 1) % Self.size
+        }
+        return texts
+    }
+
+    func label(_ table: AttributeTable?, _ h: UInt16) -> String? {
+        guard let table, let info = table.info(for: h) else { return nil }
+        if let i = infos.firstIndex(of: info) { return labels[i] }
+        guard let label = table.label(for: h) else { return nil }
+        if infos.count < Self.size {
+            infos.append(info)
+            labels.append(label)
+        } else {
+            infos[next] = info
+            labels[next] = label
+            next = (next + 1) % Self.size
+        }
+        return label
     }
 }
 

@@ -19,10 +19,13 @@ extension EventRenderer {
     }
 
     private func textProfile(_ e: ProfileEvent, _ record: CaptureRecord) {
-        var body = style.cyan(e.decodeSummary(reveal: reveal))
-        if e.firstFrame != e.frame { body += style.dim(" (from frame \(e.firstFrame))") }
-        for p in e.problems { body += " " + style.red("[\(p.id): \(p.message)]") }
-        lineForProfile(record, e.connection, body)
+        beginLine(record, e.connection)
+        style.open(Style.cyanCode, out)
+        out.append(e.decodeSummary(reveal: reveal))
+        style.close(out)
+        if e.firstFrame != e.frame { out.append(style.dim(" (from frame \(e.firstFrame))")) }
+        for p in e.problems { out.append(" " + style.red("[\(p.id): \(p.message)]")) }
+        endLine()
     }
 
     private func jsonProfile(_ e: ProfileEvent, _ record: CaptureRecord) {
@@ -33,6 +36,8 @@ extension EventRenderer {
 extension EventRenderer.JSONFields {
     /// Writes a built object's fields at the top level of the line.
     func merge(_ b: JSONBuild) {
-        for p in b.parts { raw(p.key, p.json) }
+        guard !b.fields.isEmpty else { return }
+        renderer.out.byte(UInt8(ascii: ","))
+        b.fields.withUnsafeBufferPointer { renderer.out.append($0) }
     }
 }
