@@ -36,9 +36,25 @@ public enum ProtocolText {
         return out
     }
 
+    @inlinable
     public static func decode(_ bytes: some Collection<UInt8>) -> (text: String, valid: Bool) {
-        let text = String(decoding: bytes, as: UTF8.self)
-        // String(decoding:) replaces invalid sequences with U+FFFD; a round trip tells.
-        return (text, Array(text.utf8).elementsEqual(bytes))
+        (String(decoding: bytes, as: UTF8.self), isValidUTF8(bytes))
+    }
+
+    /// Whether `bytes` are valid UTF-8 (String(decoding:) keeps them as they are), checked
+    /// without making a String: parsers that only need to know (a scan's every SSID) run it per
+    /// value, and the round trip through a String and an Array was most of their time.
+    /// Inlinable, so callers get it specialised for their collection.
+    @inlinable
+    public static func isValidUTF8(_ bytes: some Sequence<UInt8>) -> Bool {
+        var parser = Unicode.UTF8.ForwardParser()
+        var input = bytes.makeIterator()
+        while true {
+            switch parser.parseScalar(from: &input) {
+            case .valid: continue
+            case .emptyInput: return true
+            case .error: return false
+            }
+        }
     }
 }
