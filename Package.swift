@@ -11,6 +11,19 @@ let strict: [SwiftSetting] = [
     .unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release)),
 ]
 
+// The libFuzzer builds (Scripts/libfuzzer.sh, .clusterfuzzlite/build.sh) run SwiftPM with
+// --sanitize SANITIZER (every module) and GATTLAB_FUZZ_INSTRUMENT=SANITIZER. Coverage
+// instrumentation (-sanitize=fuzzer: edge counters and comparison tracing) then goes only to the
+// modules the fuzz targets exercise, below, and the driver links libFuzzer itself: libFuzzer
+// clears and scans every counter in the binary after each input, and with every module
+// instrumented (crypto, the protobuf runtime, transports, renderers, replay: about 416k counters)
+// that scan was most of an execution's time. (The sanitizer is named again here because swiftc
+// takes the last -sanitize= it is given.)
+let fuzzSanitizer = Context.environment["GATTLAB_FUZZ_INSTRUMENT"].flatMap { $0.isEmpty ? nil : $0 }
+/// For the modules whose code the fuzz targets run: their parsers, the decoding pipeline under
+/// the capture and timeline targets, the emulated devices under the device targets.
+let fuzzCoverage: [SwiftSetting] = fuzzSanitizer.map { [.unsafeFlags(["-sanitize=fuzzer,\($0)"])] } ?? []
+
 let package = Package(
     name: "GATTLab",
     platforms: [.macOS(.v13)],
@@ -36,7 +49,7 @@ let package = Package(
         .systemLibrary(name: "CBlueZ", pkgConfig: "bluez", providers: [.apt(["libbluetooth-dev"])]),
 
         // Capture files in and out: btsnoop, PacketLogger, pcap/pcapng (libpcap).
-        .target(name: "Capture", dependencies: ["CPcap"], swiftSettings: strict),
+        .target(name: "Capture", dependencies: ["CPcap"], swiftSettings: strict + fuzzCoverage),
         // Names for the Bluetooth SIG's assigned numbers (generated from its YAML by
         // Scripts/assigned-numbers.py, committed) and for common vendor services. No dependencies.
         .target(name: "AssignedNumbers", swiftSettings: strict),
@@ -46,24 +59,24 @@ let package = Package(
         .target(
             name: "HCI",
             dependencies: ["Capture", "ATT", "AssignedNumbers", .product(name: "Crypto", package: "swift-crypto"), .product(name: "_CryptoExtras", package: "swift-crypto")],
-            swiftSettings: strict),
+            swiftSettings: strict + fuzzCoverage),
         // Every ATT PDU, encode and decode. Depends on nothing, so the emulator and fuzzer can use it alone.
-        .target(name: "ATT", swiftSettings: strict),
+        .target(name: "ATT", swiftSettings: strict + fuzzCoverage),
         // Attribute tables from discovery, long operations, MTU, subscriptions: the session model.
-        .target(name: "GATT", dependencies: ["ATT", "HCI", "AssignedNumbers"], swiftSettings: strict),
+        .target(name: "GATT", dependencies: ["ATT", "HCI", "AssignedNumbers"], swiftSettings: strict + fuzzCoverage),
         // The device-protocol interface (DeviceProtocol, ProfileMessage, ProtocolSet) and the decoding
         // stage above GATT; the protocols themselves live in Protocols.
-        .target(name: "Profiles", dependencies: ["GATT", "ATT", "HCI", "Capture"], swiftSettings: strict),
+        .target(name: "Profiles", dependencies: ["GATT", "ATT", "HCI", "Capture"], swiftSettings: strict + fuzzCoverage),
         // ATT bearers: an in-memory pair, a Unix socket to an emulator process, kernel L2CAP (BlueZ).
         .target(name: "Transport", dependencies: ["ATT", "CBlueZ"], swiftSettings: strict),
         // Emulated devices: a GATT server on the ATT codec, device models with faults, recording.
-        .target(name: "Emulator", dependencies: ["Profiles", "Transport", "GATT", "ATT", "HCI", "Capture"], swiftSettings: strict),
+        .target(name: "Emulator", dependencies: ["Profiles", "Transport", "GATT", "ATT", "HCI", "Capture"], swiftSettings: strict + fuzzCoverage),
         // Replay: scripts from captures, a runner over any bearer, the comparison with the recording.
         .target(name: "Replay", dependencies: ["Emulator", "Profiles", "Transport", "GATT", "ATT", "HCI", "Capture"], swiftSettings: strict),
         // Fuzzing: mutators (generic and per protocol), in-process targets, the engine, corpora, findings.
         .target(name: "Fuzz", dependencies: ["Emulator", "Replay", "Analysis", "Profiles", "Transport", "GATT", "ATT", "HCI", "Capture"], swiftSettings: strict),
         // Timelines and diagnoses over the decoded events.
-        .target(name: "Analysis", dependencies: ["Profiles", "GATT", "ATT", "HCI", "Capture"], swiftSettings: strict),
+        .target(name: "Analysis", dependencies: ["Profiles", "GATT", "ATT", "HCI", "Capture"], swiftSettings: strict + fuzzCoverage),
         // Capture redaction: secrets overwritten in place, addresses and names replaced, the result proven.
         .target(
             name: "Redact",
@@ -83,7 +96,7 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
             ],
-            swiftSettings: strict),
+            swiftSettings: strict + fuzzCoverage),
         // Command-line parsing and wiring only.
         .target(
             name: "GATTLabCLI",
@@ -98,7 +111,12 @@ let package = Package(
         // would do it too, but makes every fresh build compile protoc for the host as well.)
         .target(name: "CBuildInfo", path: "Sources/CBuildInfo"),
         .executableTarget(name: "gattlab", dependencies: ["GATTLabCLI"], swiftSettings: strict),
-        .executableTarget(name: "FuzzDriver", dependencies: ["Fuzz", "Protocols"], swiftSettings: strict),
+        // With GATTLAB_FUZZ_INSTRUMENT the driver's main hands over to libFuzzer's (LLVMFuzzerRunDriver):
+        // without SwiftPM's --sanitize fuzzer, SwiftPM makes the executable module's main the program's.
+        .executableTarget(
+            name: "FuzzDriver", dependencies: ["Fuzz", "Protocols"],
+            swiftSettings: strict + (fuzzSanitizer == nil ? [] : [.define("GATTLAB_FUZZ_MAIN")]),
+            linkerSettings: fuzzSanitizer.map { [.unsafeFlags(["-sanitize=fuzzer,\($0)"])] } ?? []),
 
         // Helpers shared by the test targets (deterministic randomness).
         .target(name: "TestSupport", dependencies: ["Capture"], path: "Tests/TestSupport"),

@@ -37,9 +37,14 @@ fi
 # The builder image's llvm-symbolizer, for symbolized stack traces in the runner.
 [ -x /usr/local/bin/llvm-symbolizer-swift ] && cp /usr/local/bin/llvm-symbolizer-swift "$OUT/llvm-symbolizer"
 
-# One --sanitize for SwiftPM (a second would replace the first); the sanitizer goes to swiftc.
+# One --sanitize for SwiftPM (a second would replace the first): $SANITIZER on every module.
+# GATTLAB_FUZZ_INSTRUMENT=$SANITIZER makes Package.swift add the coverage instrumentation
+# (-sanitize=fuzzer,$SANITIZER) only to the modules the targets exercise and link libFuzzer into
+# the driver: libFuzzer clears and scans every counter after each input, and the rest (crypto, the
+# protobuf runtime, transports, renderers) held about half of them. The coverage build keeps
+# --sanitize fuzzer on every module, for the coverage reports.
 case $SANITIZER in
-  address|undefined|thread) sanitize=(--sanitize fuzzer -Xswiftc "-sanitize=fuzzer,$SANITIZER") ;;
+  address|undefined|thread) sanitize=(--sanitize "$SANITIZER"); export GATTLAB_FUZZ_INSTRUMENT=$SANITIZER ;;
   coverage) sanitize=(--sanitize fuzzer -Xswiftc -profile-generate -Xswiftc -profile-coverage-mapping) ;;
   *) echo "build.sh: SANITIZER=$SANITIZER is not supported for Swift (address, undefined, thread, coverage)" >&2; exit 1 ;;
 esac

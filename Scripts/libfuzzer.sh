@@ -26,10 +26,14 @@ print(t[0]["maxLength"] if t else "")' "$target")
 if [ -z "$max_len" ]; then echo "error: no fuzz target '$target' (gattlab fuzz list)" >&2; exit 64; fi
 
 # Only the driver, in .build-fuzz: a whole-package fuzzer build breaks the executables that have
-# a main; one --sanitize only (a second one replaces the first), ASan through -Xswiftc. Built
-# once: every target is in it, so another TARGET needs no build.
+# a main. ASan on every module; GATTLAB_FUZZ_INSTRUMENT=address makes Package.swift put the
+# coverage instrumentation (-sanitize=fuzzer,address) only on the modules the targets exercise and
+# link libFuzzer into the driver: libFuzzer scans every counter after each input, so counters in
+# code no target runs only slow it down. Built once: every target is in it, so another TARGET
+# needs no build.
+export GATTLAB_FUZZ_INSTRUMENT=address
 "$SWIFT" build -c "$CONFIG" --product gattlab-fuzz --scratch-path .build-fuzz \
-  --sanitize fuzzer -Xswiftc -sanitize=fuzzer,address -Xswiftc -DGATTLAB_LIBFUZZER
+  --sanitize address -Xswiftc -DGATTLAB_LIBFUZZER
 bindir=$("$SWIFT" build -c "$CONFIG" --scratch-path .build-fuzz --show-bin-path)
 ln -sf gattlab-fuzz "$bindir/fuzz-$target"
 bin=$bindir/fuzz-$target

@@ -1,3 +1,4 @@
+import Foundation
 import Fuzz
 import Protocols
 
@@ -29,6 +30,26 @@ public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     if let chosen { LibFuzzerHarness.runOne(chosen, start, count) }
     return 0
 }
+
+#if GATTLAB_FUZZ_MAIN
+// The build that instruments only the fuzzed modules (GATTLAB_FUZZ_INSTRUMENT, Package.swift)
+// passes no --sanitize fuzzer to SwiftPM, which then makes this module's main the program's
+// instead of libFuzzer's: it hands over to libFuzzer's driver, which calls
+// LLVMFuzzerInitialize and then LLVMFuzzerTestOneInput per input, as libFuzzer's main does.
+@_silgen_name("LLVMFuzzerRunDriver")
+func runLibFuzzer(_ argc: UnsafeMutablePointer<CInt>,
+                  _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>>,
+                  _ testOneInput: @convention(c) (UnsafeRawPointer, Int) -> CInt) -> CInt
+
+@main
+enum Driver {
+    static func main() {
+        var argc = CommandLine.argc
+        var argv = CommandLine.unsafeArgv
+        exit(runLibFuzzer(&argc, &argv) { fuzz($0, $1) })
+    }
+}
+#endif
 #else
 @main
 enum Driver {

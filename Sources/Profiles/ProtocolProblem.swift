@@ -48,4 +48,21 @@ public enum ProtocolText {
         }
         return (text, valid)
     }
+
+    /// Whether `bytes` are valid UTF-8 (String(decoding:) keeps them as they are), checked
+    /// without making a String: parsers that only need to know (a scan's every SSID) run it per
+    /// value, and the round trip through a String and an Array was most of their time.
+    /// Inlinable, so callers get it specialised for their collection.
+    @inlinable
+    public static func isValidUTF8(_ bytes: some Sequence<UInt8>) -> Bool {
+        var parser = Unicode.UTF8.ForwardParser()
+        var input = bytes.makeIterator()
+        while true {
+            switch parser.parseScalar(from: &input) {
+            case .valid: continue
+            case .emptyInput: return true
+            case .error: return false
+            }
+        }
+    }
 }

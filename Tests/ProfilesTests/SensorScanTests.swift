@@ -1,6 +1,7 @@
 import XCTest
 import Profiles
 @testable import Protocols
+import TestSupport
 
 /// The sensor's scan responses: parsing, both marker styles, and the joiner on every split.
 final class SensorScanTests: XCTestCase {
@@ -250,5 +251,20 @@ final class SensorScanTests: XCTestCase {
         XCTAssertEqual(plain.markerStyle, "suffix-newline", "\(plain.markerStyles) \(SensorScan.encode(networks, chunkSize: 20).map { String(decoding: $0, as: UTF8.self) })")
         let separate = join(SensorScan.encode(networks, chunkSize: 20, separateMarkers: true))
         XCTAssertEqual(separate.markerStyle, "separate-notification")
+    }
+
+    /// The RSSI read from bytes and the UTF-8 check without a String agree with what they
+    /// replaced: Int(_:) on the field's text with its spaces trimmed, and the String round trip.
+    func testByteLevelReadingsAgreeWithStrings() {
+        var r = SplitMix(seed: 7)
+        let alphabet = Array("0123456789+- ,x\u{e9}".utf8) + [0xFF, 0xC0, 0xC2, 0xED, 0xA0, 0xF0, 0xF4, 0x90, 0x80, 0xBF, 0xE2, 0x82]
+        var fields = ["-40", "+5", "-", "+", "", " -41 ", "-0", "--1", "+-1", "-128", "127", "128", "-129", " ",
+                      "00000000000000000000000000000042", "-99999999999999999999", "1 2", "\u{663}", " \u{301}5"].map { Array($0.utf8) }
+        for _ in 0..<50_000 { fields.append((0..<Int(r.next() % 9)).map { _ in alphabet[Int(r.next() % UInt64(alphabet.count))] }) }
+        for f in fields {
+            let expected = Int(String(decoding: f, as: UTF8.self).trimmingSpaces).flatMap { (-128...127).contains($0) ? $0 : nil }
+            XCTAssertEqual(SensorScan.rssi(f[...]), expected, "\(f)")
+            XCTAssertEqual(ProtocolText.isValidUTF8(f), Array(String(decoding: f, as: UTF8.self).utf8) == f, "\(f)")
+        }
     }
 }

@@ -74,10 +74,15 @@ extension SensorScan {
 
         /// Adds one notification; returns true when it completed the response.
         @discardableResult
-        public mutating func add(_ chunk: [UInt8]) -> Bool {
+        public mutating func add(_ chunk: [UInt8]) -> Bool { add(chunk[...]) }
+
+        /// The same for a notification that is a slice of a larger buffer (the scan fuzz
+        /// target's input), read where it is.
+        @discardableResult
+        public mutating func add(_ chunk: ArraySlice<UInt8>) -> Bool {
             guard !complete else { return true }
             chunks += 1
-            var c = chunk[...]
+            var c = chunk
             var sawEnd = false
 
             // 1. A notification that is only a marker.
@@ -197,7 +202,10 @@ extension SensorScan {
         private var atLineStart: Bool { bytes.last.map(Self.isBreak) ?? true }
 
         private mutating func endLine() {
-            if let last = bytes.last, !Self.isBreak(last), bytes.count < SensorScan.maxResponseBytes { bytes.append(Self.lf) }
+            if let last = bytes.last, !Self.isBreak(last), bytes.count < SensorScan.maxResponseBytes {
+                bytes.append(Self.lf)
+                openLineStart = bytes.count
+            }
         }
 
         /// Appends data; false (and the response abandoned) past the size cap.
@@ -205,8 +213,9 @@ extension SensorScan {
             guard !body.isEmpty else { return true }
             // One network per notification without a line end: both sides whole network lines.
             if let last = bytes.last, !Self.isBreak(last), let first = body.first, !Self.isBreak(first),
-               Self.isNetworkLine(openLine(plus: ArraySlice<UInt8>())), Self.isNetworkLine(body.prefix { !Self.isBreak($0) }) {
+               openLineIsNetworkLine(plus: ArraySlice<UInt8>()), Self.isNetworkLine(body.prefix { !Self.isBreak($0) }) {
                 bytes.append(Self.lf)
+                openLineStart = bytes.count
             }
             if bytes.count + body.count > SensorScan.maxResponseBytes {
                 overflow = true
@@ -214,16 +223,28 @@ extension SensorScan {
                 return false
             }
             bytes += body
+            if let i = body.lastIndex(where: Self.isBreak) { openLineStart = bytes.count - (body.endIndex - i - 1) }
             return true
         }
 
-        /// The line that `extra` would leave open at the end of the joined text.
-        private func openLine(plus extra: ArraySlice<UInt8>) -> [UInt8] {
-            if let i = extra.lastIndex(where: Self.isBreak) { return Array(extra[(i + 1)...]) }
-            let start = bytes.lastIndex(where: Self.isBreak).map { $0 + 1 } ?? 0
-            // Long open lines are not network lines: no need to copy more than one can hold.
-            guard bytes.count - start <= 64 else { return Array(repeating: 0, count: 65) }
-            return Array(bytes[start...]) + extra
+        /// Where the last line of `bytes` starts (after its last CR or LF), kept as `bytes` grows.
+        private var openLineStart = 0
+
+        /// Whether the line that `extra` would leave open at the end of the joined text is a
+        /// complete network line. Read in place, from `openLineStart`: the joiner asks at every
+        /// notification, and copying the open line out (found by a search back through the text)
+        /// was a good part of the scan fuzz target's time.
+        private func openLineIsNetworkLine(plus extra: ArraySlice<UInt8>) -> Bool {
+            if let i = extra.lastIndex(where: Self.isBreak) { return Self.isNetworkLine(extra[(i + 1)...]) }
+            let head = bytes[openLineStart...]
+            // Longer is no network line (isNetworkLine's first test), whatever the bytes.
+            guard head.count + extra.count <= SensorScan.maxSSIDLength + 8 else { return false }
+            if extra.isEmpty { return Self.isNetworkLine(head) }
+            return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: head.count + extra.count) { line in
+                _ = line.initialize(fromContentsOf: head)
+                _ = line[head.count...].initialize(fromContentsOf: extra)
+                return Self.isNetworkLine(line)
+            }
         }
 
         /// A complete network line as radios report them: a non-empty SSID of at most 32 bytes, a
@@ -293,11 +314,11 @@ extension SensorScan {
                 }
                 if Self.isSeparator(last) {
                     let data = before.dropLast()
-                    guard Self.isNetworkLine(openLine(plus: data)) else { continue }
+                    guard openLineIsNetworkLine(plus: data) else { continue }
                     note(last == 0x3B ? .suffixSemicolon : last == 0x2C ? .suffixComma : .suffixSpace)
                     return (m, data, true)
                 }
-                guard Self.isNetworkLine(openLine(plus: before)) else { continue }
+                guard openLineIsNetworkLine(plus: before) else { continue }
                 note(.suffixGlued)
                 return (m, before, true)
             }
@@ -316,10 +337,10 @@ extension SensorScan {
                 if Self.isBreak(last) { return (fragment, before, [], false) }
                 if Self.isSeparator(last) {
                     let data = before.dropLast()
-                    guard Self.isNetworkLine(openLine(plus: data)) else { return nil }
+                    guard openLineIsNetworkLine(plus: data) else { return nil }
                     return (fragment, data, [last], true)
                 }
-                guard Self.isNetworkLine(openLine(plus: before)) else { return nil }
+                guard openLineIsNetworkLine(plus: before) else { return nil }
                 return (fragment, before, [], true)
             }
             return nil
@@ -388,21 +409,22 @@ extension SensorScan {
     public static func parse(_ bytes: [UInt8]) -> ([Network], [ProtocolProblem]) {
         var networks: [Network] = []
         var problems: [ProtocolProblem] = []
-        var seen = Set<[UInt8]>()
+        // SSIDs seen: an FNV-1a hash of each → the first network with it. (The scan fuzz target
+        // runs this per input; hashing the byte arrays in a Set cost a tenth of its time, and a
+        // String and an Array per line, as lines were read before, most of it.)
+        var seen: [UInt64: Int] = [:]
         for line in bytes.split(omittingEmptySubsequences: true, whereSeparator: { $0 == 0x0A || $0 == 0x0D }) {
-            if line.isEmpty { continue }
-            let text = Array(line)
-            if text == Array("MORE".utf8) || text == Array("END".utf8) {
-                problems.append(.init("scan.misplaced-marker", "a \(String(decoding: text, as: UTF8.self)) line inside the data"))
+            if line.elementsEqual(Self.moreLine) || line.elementsEqual(Self.endLine) {
+                problems.append(.init("scan.misplaced-marker", "a \(String(decoding: line, as: UTF8.self)) line inside the data"))
                 continue
             }
-            guard let comma = text.lastIndex(of: UInt8(ascii: ",")) else {
-                problems.append(.init("scan.malformed-line", "no comma in \"\(ProtocolText.decode(text).text)\""))
+            guard let comma = line.lastIndex(of: UInt8(ascii: ",")) else {
+                problems.append(.init("scan.malformed-line", "no comma in \"\(ProtocolText.decode(line).text)\""))
                 continue
             }
-            let ssid = Array(text[..<comma])
-            let rssiText = String(decoding: text[(comma + 1)...], as: UTF8.self).trimmingSpaces
-            guard let rssi = Int(rssiText), (-128...127).contains(rssi) else {
+            let ssid = Array(line[..<comma])
+            guard let rssi = rssi(line[(comma + 1)...]) else {
+                let rssiText = String(decoding: line[(comma + 1)...], as: UTF8.self).trimmingSpaces
                 problems.append(.init("scan.bad-rssi", "RSSI \"\(rssiText)\" is not a dBm value"))
                 continue
             }
@@ -410,14 +432,21 @@ extension SensorScan {
             if ssid.count > maxSSIDLength {
                 problems.append(.init("scan.ssid-too-long", "SSID of \(ssid.count) bytes; at most \(maxSSIDLength)"))
             }
-            if !ProtocolText.decode(ssid).valid {
+            if !ProtocolText.isValidUTF8(ssid) {
                 problems.append(.init("scan.ssid-not-utf8", "SSID \"\(ProtocolText.decode(ssid).text)\" is not valid UTF-8"))
             }
             if rssi > 0 || rssi < -120 {
                 problems.append(.init("scan.rssi-out-of-range", "RSSI \(rssi) dBm is outside what a radio reports"))
             }
-            if !seen.insert(ssid).inserted {
-                problems.append(.init("scan.duplicate", "\"\(ProtocolText.decode(ssid).text)\" listed twice"))
+            var hash: UInt64 = 0xCBF2_9CE4_8422_2325
+            for b in ssid { hash = (hash ^ UInt64(b)) &* 0x100_0000_01B3 }
+            if let first = seen[hash] {
+                // The same hash: the same SSID, unless two SSIDs collide.
+                if networks[first].ssid == ssid || networks.contains(where: { $0.ssid == ssid }) {
+                    problems.append(.init("scan.duplicate", "\"\(ProtocolText.decode(ssid).text)\" listed twice"))
+                }
+            } else {
+                seen[hash] = networks.count
             }
             networks.append(Network(ssid: ssid, rssi: rssi))
         }
@@ -425,6 +454,27 @@ extension SensorScan {
             problems.append(.init("scan.too-many", "\(networks.count) networks; the firmware means to send at most \(intendedMaximumNetworks)"))
         }
         return (networks, problems)
+    }
+
+    static let moreLine = Array("MORE".utf8), endLine = Array("END".utf8)
+
+    /// The RSSI after a line's comma: what `Int(_:)` reads in that text with the spaces around
+    /// it trimmed (an optional sign, ASCII digits), when it is a dBm value (-128...127); else nil.
+    static func rssi(_ field: ArraySlice<UInt8>) -> Int? {
+        var digits = field
+        while digits.first == 0x20 { digits = digits.dropFirst() }
+        while digits.last == 0x20 { digits = digits.dropLast() }
+        let negative = digits.first == UInt8(ascii: "-")
+        if negative || digits.first == UInt8(ascii: "+") { digits = digits.dropFirst() }
+        guard !digits.isEmpty else { return nil }
+        var value = 0
+        for b in digits {
+            guard (0x30...0x39).contains(b) else { return nil }
+            // Held at 1000: any larger value (or one Int cannot hold) is out of range alike.
+            value = min(value * 10 + Int(b - 0x30), 1000)
+        }
+        let v = negative ? -value : value
+        return (-128...127).contains(v) ? v : nil
     }
 }
 

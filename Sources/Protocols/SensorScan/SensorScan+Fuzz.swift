@@ -44,7 +44,7 @@ extension SensorScanProtocol: FuzzableProtocol {
         while i < stream.endIndex {
             let end = min(stream.endIndex, i + size)
             chunks += 1
-            if joiner.add(Array(stream[i..<end])) { break }
+            if joiner.add(stream[i..<end]) { break }
             i = end
         }
         // The joiner's buffer is bounded whatever arrives.
