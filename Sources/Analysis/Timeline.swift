@@ -266,7 +266,7 @@ public struct TimelineEvent: Sendable {
         set { unique().problems = newValue }
     }
 
-    /// The message, if it is a `T` (`e.message(as: SpeakerOTA.Status.self)`): what the rules ask
+    /// The message, if it is a `T` (`e.message(as: MyProtocol.Status.self)`): what the rules ask
     /// of every event. A message of another type is told by its type's identity alone, where
     /// `e.message as? T` would copy the message out and ask the runtime to cast it.
     @inlinable
