@@ -33,7 +33,7 @@ public struct AttributeTable: Sendable, Hashable {
     /// every PDU it prints, and a copy of eight collections retained and released each of them
     /// (a tenth of decode's time). Copy on write keeps value semantics: a mutation of a shared
     /// box copies it first.
-    private final class Storage: @unchecked Sendable {
+    private struct Collections: Hashable {
         var services: [UInt16: Service] = [:]
         var characteristics: [UInt16: Characteristic] = [:]
         var descriptors: [UInt16: BluetoothUUID] = [:]
@@ -42,85 +42,61 @@ public struct AttributeTable: Sendable, Hashable {
         var valueHandles: [UInt16] = []
         var valueHandleToDeclaration: [UInt16: UInt16] = [:]
         var serviceStarts: [UInt16] = []
-
-        init() {}
-
-        func copy() -> Storage {
-            let c = Storage()
-            c.services = services
-            c.characteristics = characteristics
-            c.descriptors = descriptors
-            c.userDescriptions = userDescriptions
-            c.byHandle = byHandle
-            c.valueHandles = valueHandles
-            c.valueHandleToDeclaration = valueHandleToDeclaration
-            c.serviceStarts = serviceStarts
-            return c
-        }
     }
 
-    private var storage = Storage()
+    private final class Storage: @unchecked Sendable {
+        var c: Collections
+        init(_ c: Collections) { self.c = c }
+    }
+
+    private var storage = Storage(Collections())
 
     private mutating func unique() -> Storage {
-        if !isKnownUniquelyReferenced(&storage) { storage = storage.copy() }
+        if !isKnownUniquelyReferenced(&storage) { storage = Storage(storage.c) }
         return storage
     }
 
     public private(set) var services: [UInt16: Service] {
-        get { storage.services }
-        _modify { yield &unique().services }
+        get { storage.c.services }
+        _modify { yield &unique().c.services }
     }
     public private(set) var characteristics: [UInt16: Characteristic] {
-        get { storage.characteristics }
-        _modify { yield &unique().characteristics }
+        get { storage.c.characteristics }
+        _modify { yield &unique().c.characteristics }
     }
     public private(set) var descriptors: [UInt16: BluetoothUUID] {
-        get { storage.descriptors }
-        _modify { yield &unique().descriptors }
+        get { storage.c.descriptors }
+        _modify { yield &unique().c.descriptors }
     }
     /// Names read from Characteristic User Description (0x2901) descriptors, by value handle.
     public private(set) var userDescriptions: [UInt16: String] {
-        get { storage.userDescriptions }
-        _modify { yield &unique().userDescriptions }
+        get { storage.c.userDescriptions }
+        _modify { yield &unique().c.userDescriptions }
     }
     /// The lookup used on every PDU. Descriptors' owners are not stored here but found when
     /// asked, so entries may arrive in any order without recomputation.
     private var byHandle: [UInt16: HandleInfo] {
-        get { storage.byHandle }
-        _modify { yield &unique().byHandle }
+        get { storage.c.byHandle }
+        _modify { yield &unique().c.byHandle }
     }
     /// Value handles of characteristics and service starts, sorted, for owner lookups by
     /// binary search (a hostile table of thousands of entries stays cheap).
     private var valueHandles: [UInt16] {
-        get { storage.valueHandles }
-        _modify { yield &unique().valueHandles }
+        get { storage.c.valueHandles }
+        _modify { yield &unique().c.valueHandles }
     }
     private var valueHandleToDeclaration: [UInt16: UInt16] {
-        get { storage.valueHandleToDeclaration }
-        _modify { yield &unique().valueHandleToDeclaration }
+        get { storage.c.valueHandleToDeclaration }
+        _modify { yield &unique().c.valueHandleToDeclaration }
     }
     private var serviceStarts: [UInt16] {
-        get { storage.serviceStarts }
-        _modify { yield &unique().serviceStarts }
+        get { storage.c.serviceStarts }
+        _modify { yield &unique().c.serviceStarts }
     }
 
-    public static func == (a: AttributeTable, b: AttributeTable) -> Bool {
-        if a.storage === b.storage { return true }
-        return a.services == b.services && a.characteristics == b.characteristics && a.descriptors == b.descriptors
-            && a.userDescriptions == b.userDescriptions && a.byHandle == b.byHandle && a.valueHandles == b.valueHandles
-            && a.valueHandleToDeclaration == b.valueHandleToDeclaration && a.serviceStarts == b.serviceStarts
-    }
+    public static func == (a: AttributeTable, b: AttributeTable) -> Bool { a.storage === b.storage || a.storage.c == b.storage.c }
 
-    public func hash(into h: inout Hasher) {
-        h.combine(services)
-        h.combine(characteristics)
-        h.combine(descriptors)
-        h.combine(userDescriptions)
-        h.combine(byHandle)
-        h.combine(valueHandles)
-        h.combine(valueHandleToDeclaration)
-        h.combine(serviceStarts)
-    }
+    public func hash(into h: inout Hasher) { h.combine(storage.c) }
 
     /// Real devices have hundreds of attributes at most; a table beyond this takes no new
     /// handles, so hostile discovery cannot grow memory without bound.

@@ -61,42 +61,15 @@ public struct JSONBuild {
         } else {
             fields.append(UInt8(ascii: ","))
         }
-        quoted(k)
+        JSONString.append(k, to: &fields)
         fields.append(UInt8(ascii: ":"))
     }
 
-    /// `JSONString.quote(s)`, appended.
-    private mutating func quoted(_ s: String) {
-        fields.append(UInt8(ascii: "\""))
-        var s = s
-        s.withUTF8 { bytes in
-            if JSONString.needsEscape(bytes, forHTML: false) {
-                JSONString.escape(bytes, forHTML: false, into: &fields)
-            } else {
-                fields.append(contentsOf: bytes)
-            }
-        }
-        fields.append(UInt8(ascii: "\""))
-    }
-
-    public mutating func string(_ k: String, _ v: String?) { if let v { key(k); quoted(v) } }
+    public mutating func string(_ k: String, _ v: String?) { if let v { key(k); JSONString.append(v, to: &fields) } }
     public mutating func int(_ k: String, _ v: Int?) {
         guard let v else { return }
         key(k)
-        // String(v)'s digits, without the String: counted, then filled in from the last.
-        // (Reversing them in a slice copied the whole array.)
-        if v < 0 { fields.append(UInt8(ascii: "-")) }
-        var m = v.magnitude
-        var n = 1
-        var rest = m / 10
-        while rest > 0 { n += 1; rest /= 10 }
-        fields.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: n))
-        var i = fields.count
-        repeat {
-            i -= 1
-            fields[i] = 0x30 + UInt8(m % 10)
-            m /= 10
-        } while m > 0
+        JSONWriter.decimal(v, into: &fields)
     }
     public mutating func bool(_ k: String, _ v: Bool?) { if let v { key(k); fields.append(contentsOf: (v ? "true" : "false").utf8) } }
     /// A value that is already JSON.

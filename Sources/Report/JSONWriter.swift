@@ -31,9 +31,6 @@ struct JSONWriter {
         bytes.removeAll(keepingCapacity: true)
     }
 
-    @inline(__always)
-    private mutating func ascii(_ c: Character) { bytes.append(c.asciiValue!) }
-
     private mutating func indent() {
         bytes.append(0x0A)
         for _ in 0..<counts.count { bytes.append(0x20); bytes.append(0x20) }

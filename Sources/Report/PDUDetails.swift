@@ -186,44 +186,54 @@ public enum PDUDetails {
 /// rest of its line. A label depends only on the attribute's `HandleInfo` (and the UUID names,
 /// registered before decoding starts).
 final class AttributeLabels {
-    // Keys and values in separate arrays: the keys are plain values, scanned without copying
-    // (retaining) the strings beside them.
-    private var infos: [HandleInfo] = []
-    private var labels: [String] = []
-    private var next = 0
-    private var uuids: [BluetoothUUID] = []
-    private var uuidTexts: [(text: String, name: String?)] = []
-    private var nextUUID = 0
-    private static let size = 16
+    private var labels = RecentValues<HandleInfo, String>()
+    private var uuids = RecentValues<BluetoothUUID, (text: String, name: String?)>()
 
     /// A UUID's text and name (`description`, `KnownUUIDs.name`).
     func uuid(_ u: BluetoothUUID) -> (String, String?) {
-        if let i = uuids.firstIndex(of: u) { return uuidTexts[i] }
-        let texts = (u.description, KnownUUIDs.name(u))
-        if uuids.count < Self.size {
-            uuids.append(u)
-            uuidTexts.append(texts)
-        } else {
-            uuids[nextUUID] = u
-            uuidTexts[nextUUID] = texts
-            nextUUID = (nextUUID + 1) % Self.size
-        }
-        return texts
+        uuids.value(for: u) { (u.description, KnownUUIDs.name(u)) }
     }
 
     func label(_ table: AttributeTable?, _ h: UInt16) -> String? {
         guard let table, let info = table.info(for: h) else { return nil }
-        if let i = infos.firstIndex(of: info) { return labels[i] }
-        guard let label = table.label(for: h) else { return nil }
-        if infos.count < Self.size {
-            infos.append(info)
-            labels.append(label)
+        return labels.valueIfAny(for: info) { table.label(for: h) }
+    }
+}
+
+/// The last few values made for keys, replaced in turn once full. Keys and values sit in
+/// separate arrays: the keys are plain values, scanned without copying (retaining) the values
+/// beside them.
+private struct RecentValues<Key: Equatable, Value> {
+    private var keys: [Key] = []
+    private var values: [Value] = []
+    private var next = 0
+    private static var size: Int { 16 }
+
+    /// The value remembered for `key`, or `make()`'s (remembered unless nil).
+    mutating func value(for key: Key, make: () -> Value) -> Value {
+        if let i = keys.firstIndex(of: key) { return values[i] }
+        let v = make()
+        remember(key, v)
+        return v
+    }
+
+    /// The same for a `make` that may have no value (nothing is remembered then).
+    mutating func valueIfAny(for key: Key, make: () -> Value?) -> Value? {
+        if let i = keys.firstIndex(of: key) { return values[i] }
+        guard let v = make() else { return nil }
+        remember(key, v)
+        return v
+    }
+
+    private mutating func remember(_ key: Key, _ value: Value) {
+        if keys.count < Self.size {
+            keys.append(key)
+            values.append(value)
         } else {
-            infos[next] = info
-            labels[next] = label
+            keys[next] = key
+            values[next] = value
             next = (next + 1) % Self.size
         }
-        return label
     }
 }
 
