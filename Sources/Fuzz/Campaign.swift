@@ -91,6 +91,10 @@ public final class Campaign {
     private var findings: [FindingRecord] = []
     private var foundKinds = Set<String>()
     private var unconfirmed: [String] = []
+    /// The inputs run since the last finding, oldest first, for a target that can join them
+    /// (`FuzzTarget.join`): what a stateful device was told before the input that showed a fault.
+    private var history: [[UInt8]] = []
+    static let historyLength = 8
 
     /// Quirks planted in an emulated device target, written in the notes so a reproducer finds
     /// the same device.
@@ -166,31 +170,54 @@ public final class Campaign {
             if !result.isFinding, took > options.slowSeconds {
                 result = .finding(kind: "slow-input", detail: "one execution took \(String(format: "%.1f", took)) s")
             }
-            if case .finding(let kind, let detail) = result {
-                if !foundKinds.contains(kind) {
-                    let minimal = minimize(input, kind: kind)
-                    if let why = unconfirmedReason(minimal, kind: kind) {
-                        // A flake of the device or the link: told, and the campaign goes on.
-                        if unconfirmed.count < 100 { unconfirmed.append("\(kind): \(detail) (\(why))") }
-                        progress("unconfirmed \(kind) after \(runs) runs, not reported: \(why)")
-                        continue
-                    }
-                    foundKinds.insert(kind)
-                    let file = try Storage.writeFinding(minimal, kind: kind, detail: detail, target: target.name, quirks: quirks,
-                                                        remote: target.remote, to: options.findings)
-                    var length = minimal.count
-                    if let save = target.artifact {
-                        // The minimized input once more, so the artifact shows it.
-                        _ = target.execute(minimal, Features())
-                        save(file)
-                        // The artifact may have put first what the input needs of earlier ones.
-                        length = (try? FileManager.default.attributesOfItem(atPath: file)[.size] as? Int) ?? length
-                    }
-                    findings.append(FindingRecord(kind: kind, detail: detail, file: file, inputLength: length, afterRuns: runs))
-                    progress("finding \(kind) after \(runs) runs: \(detail)\n  reproducer: \(file)  (\(Storage.reproduceCommand(file, remote: target.remote)))")
+            guard case .finding(let kind, let detail) = result else {
+                if target.join != nil {
+                    history.append(input)
+                    if history.count > Self.historyLength { history.removeFirst() }
                 }
-                if !options.keepGoing { break }
+                continue
             }
+            // What came before is the state this finding found the device in; a finding resets
+            // what the next one is told of.
+            let earlier = history
+            history.removeAll()
+            if !foundKinds.contains(kind) {
+                var minimal = minimize(input, kind: kind)
+                var why = unconfirmedReason(minimal, kind: kind)
+                if why != nil, let join = target.join, !earlier.isEmpty {
+                    // Alone it does not give the fault on a device started afresh: maybe it
+                    // needs what the inputs before it told the device (a URL it keeps).
+                    let joined = join(earlier + [input])
+                    if gives(joined, kind: kind) {
+                        progress("\(kind) after \(runs) runs needs what earlier inputs told the device: minimising \(earlier.count) of them with it")
+                        minimal = minimize(joined, kind: kind)
+                        why = unconfirmedReason(minimal, kind: kind)
+                    }
+                }
+                if let why {
+                    // A flake of the device or the link: told, and the campaign goes on.
+                    if unconfirmed.count < 100 { unconfirmed.append("\(kind): \(detail) (\(why))") }
+                    progress("unconfirmed \(kind) after \(runs) runs, not reported: \(why)")
+                    continue
+                }
+                // What the reproducer shows: the confirming run's words (a minimised input that
+                // carries its own state reaches the fault in another step than the input did).
+                let detail = target.confirmations > 0 ? lastDetail : detail
+                foundKinds.insert(kind)
+                let file = try Storage.writeFinding(minimal, kind: kind, detail: detail, target: target.name, quirks: quirks,
+                                                    remote: target.remote, to: options.findings)
+                var length = minimal.count
+                if let save = target.artifact {
+                    // The minimized input once more, so the artifact shows it.
+                    _ = target.execute(minimal, Features())
+                    save(file)
+                    // The artifact may have put first what the input needs of earlier ones.
+                    length = (try? FileManager.default.attributesOfItem(atPath: file)[.size] as? Int) ?? length
+                }
+                findings.append(FindingRecord(kind: kind, detail: detail, file: file, inputLength: length, afterRuns: runs))
+                progress("finding \(kind) after \(runs) runs: \(detail)\n  reproducer: \(file)  (\(Storage.reproduceCommand(file, remote: target.remote)))")
+            }
+            if !options.keepGoing { break }
         }
         CrashGuard.clear()
         let seconds = max(Date().timeIntervalSince(start), 1e-9)
@@ -199,12 +226,21 @@ public final class Campaign {
                                interrupted: interrupted, unconfirmed: target.confirmations > 0 ? unconfirmed : nil)
     }
 
+    /// Whether one execution of `input` gives a finding of `kind`; its detail is kept in
+    /// `lastDetail`.
+    private func gives(_ input: [UInt8], kind: String) -> Bool {
+        CrashGuard.current(input)
+        guard case .finding(let k, let detail) = target.execute(input, Features()), k == kind else { return false }
+        lastDetail = detail
+        return true
+    }
+    private var lastDetail = ""
+
     /// Runs a minimised finding again `target.confirmations` times; nil when every run gave the
     /// same kind of finding, else why it is not reported.
     private func unconfirmedReason(_ minimal: [UInt8], kind: String) -> String? {
         for attempt in 0..<target.confirmations {
-            CrashGuard.current(minimal)
-            guard case .finding(let k, _) = target.execute(minimal, Features()), k == kind else {
+            guard gives(minimal, kind: kind) else {
                 return "its minimised input did not give it again (run \(attempt + 1) of \(target.confirmations))"
             }
         }
@@ -231,11 +267,21 @@ public final class Campaign {
     func minimize(_ input: [UInt8], kind: String) -> [UInt8] {
         var best = input
         var tries = 0
+        // Whether the last execution gave the finding: the device of a remote target then is where
+        // the finding leaves it (a crash resets it to power-on). After one that gave nothing it
+        // may keep what that candidate told it (a URL, a mode), and a candidate without the
+        // steps that set it up would seem to give the finding when only the leftovers do.
+        var lastGave = true
         func gives(_ candidate: [UInt8]) -> Bool {
-            tries += 1
-            CrashGuard.current(candidate)
-            if case .finding(let k, _) = target.execute(candidate, Features()), k == kind { return true }
-            return false
+            func once() -> Bool {
+                tries += 1
+                return self.gives(candidate, kind: kind)
+            }
+            let gave = once()
+            // A stateful target (one whose findings are confirmed) runs such a candidate again,
+            // now from the state its own finding left: it counts only when it gives it again.
+            lastGave = gave && (lastGave || target.confirmations == 0 || once())
+            return lastGave
         }
         // Whole units first (a black-box input's operations), the last first: the steps before
         // the one that did it are the state it needs, and fewer of them is a shorter story.
@@ -261,9 +307,7 @@ public final class Campaign {
             while i < best.count, tries < target.minimizeTries {
                 var candidate = best
                 candidate.removeSubrange(i..<min(best.count, i + chunk))
-                tries += 1
-                CrashGuard.current(candidate)
-                if case .finding(let k, _) = target.execute(candidate, Features()), k == kind {
+                if gives(candidate) {
                     best = candidate
                     shrunk = true
                 } else {

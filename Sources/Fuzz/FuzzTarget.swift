@@ -93,14 +93,20 @@ public struct FuzzTarget: Sendable {
     /// does not come again is a flake of the device or the link, not a bug to report (0: none,
     /// for in-process targets, which are deterministic).
     public let confirmations: Int
+    /// Inputs run one after another as one input (a black-box device's operations, a
+    /// reconnect between): a device keeps what it was told across links, so a finding that does
+    /// not come again alone may need what the inputs before it did. nil: each input stands alone.
+    public let join: (@Sendable ([[UInt8]]) -> [UInt8])?
 
     public init(name: String, summary: String, maxLength: Int = 4096, seeds: @escaping @Sendable () -> [[UInt8]],
                 dictionary: [[UInt8]] = [],
                 mutator: (@Sendable (inout [UInt8], inout FuzzRandom) -> Void)? = nil, minimizeTries: Int = 4000,
                 execute: @escaping @Sendable ([UInt8], Features) -> FuzzOutcome,
                 artifact: (@Sendable (String) -> Void)? = nil, remote: String? = nil,
-                units: (@Sendable ([UInt8]) -> [Range<Int>])? = nil, confirmations: Int = 0) {
+                units: (@Sendable ([UInt8]) -> [Range<Int>])? = nil, confirmations: Int = 0,
+                join: (@Sendable ([[UInt8]]) -> [UInt8])? = nil) {
         self.remote = remote
+        self.join = join
         self.units = units
         self.confirmations = confirmations
         self.name = name

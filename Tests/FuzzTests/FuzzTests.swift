@@ -175,4 +175,33 @@ final class FuzzTests: XCTestCase {
         XCTAssertTrue(files.contains(crash + ".txt"))
         XCTAssertFalse(files.contains { $0.hasSuffix(".tmp") })
     }
+
+    /// A device keeps what an input told it: minimising must not credit a candidate with a
+    /// crash that only the state an earlier candidate left gave. Here 'U' stores a URL (kept
+    /// across inputs), 'S' crashes the device when one is stored, and a crash resets it: "US"
+    /// minimised by units, last first, tries "U" (no crash, the URL stays) and then "S", which
+    /// crashes only thanks to that URL. It must stay "US", so confirming it on the rebooted
+    /// device gives the crash again and the finding is reported.
+    func testMinimisingAStatefulDeviceKeepsTheStepsItsStateNeeds() throws {
+        final class Device: @unchecked Sendable { var url = false }
+        let device = Device()
+        let target = FuzzTarget(name: "stateful", summary: "a device that keeps a URL", seeds: { [] },
+                                minimizeTries: 100,
+                                execute: { input, _ in
+            for byte in input {
+                if byte == UInt8(ascii: "U") { device.url = true }
+                if byte == UInt8(ascii: "S"), device.url {
+                    device.url = false  // the crash reboots it to power-on
+                    return .finding(kind: "link-dropped", detail: "START with a URL stored")
+                }
+            }
+            return .ok
+        }, units: { input in input.indices.map { $0..<$0 + 1 } }, confirmations: 2)
+        // The campaign's input gave the crash (the device rebooted), and is minimised.
+        let input = Array("US".utf8)
+        guard case .finding = target.execute(input, Features()) else { return XCTFail("the input gives no crash") }
+        let minimal = Campaign(target: target, options: CampaignOptions()).minimize(input, kind: "link-dropped")
+        XCTAssertEqual(String(decoding: minimal, as: UTF8.self), "US")
+        guard case .finding = target.execute(minimal, Features()) else { return XCTFail("the minimised input gives no crash on the rebooted device") }
+    }
 }

@@ -132,7 +132,12 @@ public enum GATTBlackBox {
                     if let data = try? encoder.encode(script) { _ = FileManager.default.createFile(atPath: path + ".json", contents: data) }
                 }
             },
-            remote: label, units: GATTInput.units, confirmations: 2)
+            remote: label, units: GATTInput.units, confirmations: 2,
+            join: { inputs in
+                // Each input ran on a link of its own (or one the previous left up): a reconnect
+                // between them, which minimising drops when the device does not care.
+                GATTInput.encode(inputs.enumerated().flatMap { i, input in (i > 0 ? [GATTOperation(.reconnect)] : []) + GATTInput.decode(input) })
+            })
         return (target, reporter)
     }
 
