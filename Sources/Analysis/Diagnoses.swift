@@ -56,8 +56,10 @@ public enum Diagnoses {
         public var facts: Facts
         /// The protocols the rules are for.
         var protocols: [any ProtocolAnalysis.Type]
-        /// Each device's events, grouped once: rules walk devices, and a capture may hold thousands.
-        let byDevice: [Int: [TimelineEvent]]
+        /// Where the events of each message type are, found in one pass: a rule reads the few
+        /// events it is about. Forty rules each walking every event of a day's capture was a
+        /// quarter of `gattlab timeline`.
+        private let index: EventIndex
         /// Every failed Wi-Fi join, read once: the rules of every protocol ask about them for
         /// each failure they see, and a day of captures holds thousands (asked of the whole
         /// timeline each time, that was quadratic: minutes at 200k records).
@@ -74,8 +76,8 @@ public enum Diagnoses {
             self.timeline = timeline
             self.facts = facts
             self.protocols = protocols
-            byDevice = Dictionary(grouping: timeline.events.filter { $0.device != nil }) { $0.device ?? -1 }
-            failedJoins = Provisioning.failedJoins(byDevice)
+            index = EventIndex(timeline.events)
+            failedJoins = Provisioning.failedJoins(index.byDevice(index.positions(carrying: index.joinReportingTypes), in: timeline.events))
             explainedJoins = Set(failedJoins.filter { $0.failure != nil }.map { EventKey(time: $0.event.time, frames: $0.event.frames) })
         }
 
@@ -84,10 +86,109 @@ public enum Diagnoses {
         public func seconds(_ t: Int64) -> String { TimelineBuilder.seconds(t - (timeline.firstTime ?? t)) }
         /// A length of time in microseconds as seconds: "4.5 s".
         public func duration(_ micros: Int64) -> String { TimelineBuilder.seconds(micros) }
-        public func events(of device: Int) -> [TimelineEvent] { byDevice[device] ?? [] }
         /// Whether a failed Wi-Fi join has a precise `wifi.*` diagnosis: a protocol's generic
         /// connection-failed rule leaves it to that one.
         public func isExplainedJoinFailure(_ e: TimelineEvent) -> Bool { explainedJoins.contains(EventKey(time: e.time, frames: e.frames)) }
+
+        /// The events that carry a message of one of `types`, are of one of `kinds`, or (with
+        /// `problems`) have a protocol problem, in timeline order.
+        public func events(carrying types: [any ProfileMessage.Type], kinds: [String] = [], problems: Bool = false) -> [TimelineEvent] {
+            let all = timeline.events
+            return selection(types, kinds, problems).map { all[$0] }
+        }
+
+        /// The events that carry a `T` (`c.events(carrying: MyProtocol.Status.self)`), in order.
+        public func events<T: ProfileMessage>(carrying type: T.Type) -> [TimelineEvent] { events(carrying: [type]) }
+
+        /// The events of one kind (`link.disconnected`), in order.
+        public func events(kind: String) -> [TimelineEvent] { events(carrying: [], kinds: [kind]) }
+
+        /// The events with a protocol problem, in order.
+        public var eventsWithProblems: [TimelineEvent] { events(carrying: [], problems: true) }
+
+        /// The events that carry any message, in order.
+        public var eventsWithMessages: [TimelineEvent] { events(carrying: index.allTypes) }
+
+        /// `events(carrying:kinds:problems:)` of each device, devices in ascending order: the
+        /// rules that follow a device's state machine.
+        public func eventsByDevice(carrying types: [any ProfileMessage.Type], kinds: [String] = []) -> [(device: Int, events: [TimelineEvent])] {
+            index.byDevice(selection(types, kinds, false), in: timeline.events)
+        }
+
+
+        private func selection(_ types: [any ProfileMessage.Type], _ kinds: [String], _ problems: Bool) -> [Int] {
+            var lists = index.positions(carrying: types.map { ObjectIdentifier($0) })
+            for kind in kinds { lists.append(index.positions(kind: kind, in: timeline.events)) }
+            if problems { lists.append(index.withProblems) }
+            return EventIndex.merge(lists)
+        }
+    }
+
+    /// Positions in a timeline's events, by message type (built at once) and by kind (found when
+    /// a rule first asks). A class: the kinds' positions are kept for the next rule that asks.
+    final class EventIndex {
+        private var byType: [ObjectIdentifier: [Int]] = [:]
+        /// Each message type seen, in the order first seen.
+        private(set) var allTypes: [any ProfileMessage.Type] = []
+        private(set) var withProblems: [Int] = []
+        private var byKind: [String: [Int]] = [:]
+
+        init(_ events: [TimelineEvent]) {
+            events.withUnsafeBufferPointer { events in
+                for i in events.indices {
+                    if !events[i].problems.isEmpty { withProblems.append(i) }
+                    guard let type = events[i].messageType else { continue }
+                    if byType[type] == nil, let message = events[i].message { allTypes.append(Swift.type(of: message)) }
+                    byType[type, default: []].append(i)
+                }
+            }
+        }
+
+        func positions(carrying types: [ObjectIdentifier]) -> [[Int]] { types.compactMap { byType[$0] } }
+
+        func positions(kind: String, in events: [TimelineEvent]) -> [Int] {
+            if let known = byKind[kind] { return known }
+            var found: [Int] = []
+            events.withUnsafeBufferPointer { events in
+                for i in events.indices where events[i].kind == kind { found.append(i) }
+            }
+            byKind[kind] = found
+            return found
+        }
+
+        /// The message types seen that report Wi-Fi joins.
+        var joinReportingTypes: [ObjectIdentifier] {
+            allTypes.filter { $0 is any WiFiJoinReporting.Type }.map { ObjectIdentifier($0) }
+        }
+
+        /// Sorted position lists as one, in order, each position once.
+        static func merge(_ lists: [[Int]]) -> [Int] {
+            switch lists.count {
+            case 0: return []
+            case 1: return lists[0]
+            default:
+                var all = lists.flatMap { $0 }
+                all.sort()
+                var out: [Int] = []
+                out.reserveCapacity(all.count)
+                for p in all where out.last != p { out.append(p) }
+                return out
+            }
+        }
+
+        /// The events at `positions` of each device, devices ascending, each device's in order.
+        func byDevice(_ positions: [Int], in events: [TimelineEvent]) -> [(device: Int, events: [TimelineEvent])] {
+            var grouped: [Int: [TimelineEvent]] = [:]
+            for p in positions {
+                guard let d = events[p].device else { continue }
+                grouped[d, default: []].append(events[p])
+            }
+            return grouped.keys.sorted().map { ($0, grouped[$0] ?? []) }
+        }
+
+        func byDevice(_ lists: [[Int]], in events: [TimelineEvent]) -> [(device: Int, events: [TimelineEvent])] {
+            byDevice(Self.merge(lists), in: events)
+        }
     }
 
     /// No progress for longer than this during a download is a stall.
@@ -166,7 +267,7 @@ public enum Diagnoses {
     static func securityRefusals(_ c: Context, _ requirement: ATTErrorCode.SecurityRequirement) -> [Hit] {
         var hits: [Hit] = []
         var seen = Set<Int>()
-        for e in c.events where e.kind == "att.error" {
+        for e in c.events(kind: "att.error") {
             guard case .string(requirement.rawValue)? = e.fields.first(where: { $0.name == "security" })?.value, let conn = e.connection,
                   seen.insert(conn).inserted else { continue }
             let connection = c.timeline.connections[conn]
@@ -191,7 +292,7 @@ public enum Diagnoses {
             } else if let at = connection.encryptedAt, at >= e.time {
                 evidence += "; the link was encrypted \(TimelineBuilder.seconds(at - e.time)) later\(key)"
             } else {
-                let pairingFailed = c.events(of: connection.device).contains { $0.connection == conn && $0.kind == "link.pairing-failed" }
+                let pairingFailed = c.events(kind: "link.pairing-failed").contains { $0.device == connection.device && $0.connection == conn }
                 evidence += pairingFailed ? "; pairing was attempted and failed, and the link was never encrypted"
                                           : "; the link was never encrypted afterwards"
                 if requirement == .authentication || requirement == .encryption {
@@ -206,7 +307,7 @@ public enum Diagnoses {
     static func notSubscribed(_ c: Context) -> [Hit] {
         var hits: [Hit] = []
         var reported = Set<Int>()
-        for e in c.events {
+        for e in c.eventsWithMessages {
             guard let conn = e.connection, !reported.contains(conn) else { continue }
             guard let message = e.message,
                   let (uuid, name) = c.protocols.lazy.compactMap({ $0.answersNeedSubscription(to: message) }).first,
@@ -221,7 +322,7 @@ public enum Diagnoses {
     // MARK: Link and protocol rules
 
     static func neverEstablished(_ c: Context) -> [Hit] {
-        c.events.compactMap { e in
+        c.events(carrying: [], kinds: ["link.connect-failed", "link.disconnected"]).compactMap { e in
             guard e.kind == "link.connect-failed" || (e.kind == "link.disconnected" && e.fields.contains { $0.name == "code" && { if case .int(0x3E) = $0.value { true } else { false } }($0) })
             else { return nil }
             return Hit(device: e.device, time: e.time, frames: e.frames, evidence: "\(e.summary) at \(c.seconds(e.time))")
@@ -234,12 +335,13 @@ public enum Diagnoses {
     static func protocolProblems(_ c: Context) -> [Hit] {
         var hits: [Hit] = []
         var counts: [String: Int] = [:]
-        for e in c.events {
+        let withProblems = c.eventsWithProblems
+        for e in withProblems {
             for p in e.problems { counts["\(e.device ?? -1)/\(p.id)", default: 0] += 1 }
         }
         let toldElsewhere = Set(c.protocols.flatMap { $0.problemsToldElsewhere })
         var seen = Set<String>()
-        for e in c.events {
+        for e in withProblems {
             for p in e.problems where !toldElsewhere.contains(p.id) {
                 let key = "\(e.device ?? -1)/\(p.id)"
                 guard seen.insert(key).inserted else { continue }

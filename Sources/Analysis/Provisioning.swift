@@ -62,9 +62,10 @@ enum Provisioning {
 
     /// Every failed join of every device, once per failure (repeated status polls of the same
     /// failure count once).
-    static func failedJoins(_ byDevice: [Int: [TimelineEvent]]) -> [Join] {
+    /// `byDevice`: the events whose messages report Wi-Fi joins, of each device in order.
+    static func failedJoins(_ byDevice: [(device: Int, events: [TimelineEvent])]) -> [Join] {
         var joins: [Join] = []
-        for d in byDevice.keys.sorted() {
+        for (_, events) in byDevice {
             var ssid: [UInt8]?
             var scanned: [WiFiNetwork]?
             var failing = false
@@ -72,7 +73,7 @@ enum Provisioning {
                 joins.append(classify(Join(event: e, report: report, failure: report.cause, ssid: ssid.map { ProtocolText.display($0) },
                                            scanned: scanned)))
             }
-            for e in byDevice[d] ?? [] {
+            for e in events {
                 for step in (e.message as? any WiFiJoinReporting)?.wifiJoinSteps ?? [] {
                     switch step {
                     case .ssid(let s): ssid = s

@@ -49,7 +49,7 @@ extension ESPProvisioningProtocol: ProtocolAnalysis {
     private static func espFailed(_ c: Diagnoses.Context) -> [Diagnoses.Hit] {
         var hits: [Diagnoses.Hit] = []
         var lastFailure: [Int: Int64] = [:]
-        for e in c.events {
+        for e in c.events(carrying: ESPProvisioning.ConfigMessage.self) {
             guard let m = e.message(as: ESPProvisioning.ConfigMessage.self), case .status(let r) = m.payload, let d = e.device else { continue }
             guard r.stationState.raw == 3 else { lastFailure[d] = nil; continue }
             guard lastFailure[d] == nil else { continue }
@@ -65,7 +65,7 @@ extension ESPProvisioningProtocol: ProtocolAnalysis {
 
     private static func espSessionRefused(_ c: Diagnoses.Context) -> [Diagnoses.Hit] {
         var hits: [Diagnoses.Hit] = []
-        for e in c.events {
+        for e in c.events(carrying: [ESPProvisioning.SessionMessage.self], kinds: ["att.error"]) {
             if e.kind == "att.error", case .string(let ch)? = e.fields.first(where: { $0.name == "characteristic" })?.value,
                ch.contains("prov-session") {
                 hits.append(Diagnoses.Hit(device: e.device, time: e.time, frames: e.frames, evidence: "\(e.summary) at \(c.seconds(e.time))"))

@@ -82,7 +82,7 @@ extension ImprovProtocol: ProtocolAnalysis {
     }
 
     private static func errorHits(_ c: Diagnoses.Context, raw: Int) -> [Diagnoses.Hit] {
-        c.events.compactMap { e in
+        c.events(carrying: Improv.ErrorState.self).compactMap { e in
             guard let x = e.message(as: Improv.ErrorState.self), x.error.raw == raw else { return nil }
             if raw == 3, c.isExplainedJoinFailure(e) { return nil }
             return Diagnoses.Hit(device: e.device, time: e.time, frames: e.frames, evidence: "Error State \(x.error) at \(c.seconds(e.time))")
@@ -93,7 +93,7 @@ extension ImprovProtocol: ProtocolAnalysis {
     /// State said `deviceError` (its own word for the same fault).
     private static func frameFaults(_ c: Diagnoses.Context, problems: Set<String>, deviceError: Int, named name: String,
                                     evidence: @escaping (Diagnoses.Context, TimelineEvent, ProtocolProblem) -> String) -> [Diagnoses.Hit] {
-        c.events.compactMap { e in
+        c.events(carrying: [Improv.ErrorState.self], problems: true).compactMap { e in
             if let p = e.problems.first(where: { problems.contains($0.id) }) {
                 return Diagnoses.Hit(device: e.device, time: e.time, frames: e.frames, evidence: evidence(c, e, p))
             }
@@ -123,8 +123,7 @@ extension ImprovProtocol: ProtocolAnalysis {
 
     /// A result notification as long as the link allows that is shorter than its length byte says.
     private static func truncatedResults(_ c: Diagnoses.Context) -> [Diagnoses.Hit] {
-        c.events.compactMap { e in
-            guard e.kind == "improv.result" else { return nil }
+        c.events(kind: "improv.result").compactMap { e in
             let mtu = mtu(e, c)
             if let p = e.problems.first(where: { $0.id == "improv.frame-cut" }) {
                 return Diagnoses.Hit(device: e.device, time: e.time, frames: e.frames,
@@ -140,7 +139,7 @@ extension ImprovProtocol: ProtocolAnalysis {
 
     /// Frames without a checksum byte that are not a cut result.
     private static func missingChecksums(_ c: Diagnoses.Context) -> [Diagnoses.Hit] {
-        c.events.compactMap { e in
+        c.eventsWithProblems.compactMap { e in
             guard e.problems.contains(where: { $0.id == "improv.checksum-missing" }) else { return nil }
             if isCutByOneByte(e, mtu: mtu(e, c)) { return nil }
             return Diagnoses.Hit(device: e.device, time: e.time, frames: e.frames, evidence: "\(e.kind) at \(c.seconds(e.time)) has no checksum byte")
@@ -154,7 +153,7 @@ extension ImprovProtocol: ProtocolAnalysis {
     }
 
     private static func splitCommands(_ c: Diagnoses.Context) -> [Diagnoses.Hit] {
-        c.events.compactMap { e in
+        c.events(carrying: Improv.Command.self).compactMap { e in
             guard let m = e.message(as: Improv.Command.self), m.writes > 1 else { return nil }
             return Diagnoses.Hit(device: e.device, time: e.time, frames: e.frames,
                                  evidence: "\(m.command) joined from \(m.writes) writes, records \(e.frames.map(String.init).joined(separator: ", "))")
@@ -163,7 +162,7 @@ extension ImprovProtocol: ProtocolAnalysis {
 
     private static func unfinished(_ c: Diagnoses.Context) -> [Diagnoses.Hit] {
         var open: [Int: TimelineEvent] = [:]  // device -> WIFI_SETTINGS not yet answered
-        for e in c.events {
+        for e in c.events(carrying: [Improv.Command.self, Improv.CurrentState.self, Improv.ErrorState.self]) {
             guard let d = e.device else { continue }
             switch e.message {
             case let m as Improv.Command where m.command.raw == 0x01: open[d] = e

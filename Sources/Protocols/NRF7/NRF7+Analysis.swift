@@ -42,7 +42,7 @@ extension NRF7Protocol: ProtocolAnalysis {
     }
 
     private static func nrf7Failed(_ c: Diagnoses.Context) -> [Diagnoses.Hit] {
-        c.events.compactMap { e in
+        c.events(carrying: NRF7.Result.self).compactMap { e in
             guard let r = e.message(as: NRF7.Result.self), r.state?.raw == 5, !c.isExplainedJoinFailure(e) else { return nil }
             return Diagnoses.Hit(device: e.device, time: e.time, frames: e.frames,
                        evidence: "CONNECTION_FAILED\(r.reason.map { " (\($0))" } ?? "") at \(c.seconds(e.time))")
@@ -50,7 +50,7 @@ extension NRF7Protocol: ProtocolAnalysis {
     }
 
     private static func nrf7Refused(_ c: Diagnoses.Context) -> [Diagnoses.Hit] {
-        c.events.compactMap { e in
+        c.events(carrying: NRF7.Response.self).compactMap { e in
             guard let r = e.message(as: NRF7.Response.self), let s = r.status, s.raw != 0 else { return nil }
             return Diagnoses.Hit(device: e.device, time: e.time, frames: e.frames,
                        evidence: "\(r.requestOpCode?.description ?? "request") answered \(s) at \(c.seconds(e.time))")
@@ -66,7 +66,7 @@ extension NRF7Protocol: ProtocolAnalysis {
             hits.append(Diagnoses.Hit(device: r.device, time: r.time, frames: r.frames,
                             evidence: "\(r.summary) at \(c.seconds(r.time)) and no Response before \(why); MTU \(mtu)"))
         }
-        for e in c.events {
+        for e in c.events(carrying: [NRF7.Request.self, NRF7.Response.self], kinds: ["link.disconnected"]) {
             guard let conn = e.connection else { continue }
             switch e.message {
             case is NRF7.Request:

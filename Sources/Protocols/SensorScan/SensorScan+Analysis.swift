@@ -38,7 +38,7 @@ extension SensorScanProtocol: ProtocolAnalysis {
     }
 
     private static func scanWithoutEnd(_ c: Diagnoses.Context) -> [Diagnoses.Hit] {
-        c.events.compactMap { e in
+        c.events(carrying: SensorScan.Response.self).compactMap { e in
             guard let r = e.message(as: SensorScan.Response.self), !r.complete else { return nil }
             if r.chunks == 0 {
                 return Diagnoses.Hit(device: e.device, time: e.time, frames: e.frames,

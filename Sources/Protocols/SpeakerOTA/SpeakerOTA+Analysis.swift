@@ -101,11 +101,11 @@ extension SpeakerOTAProtocol: ProtocolAnalysis {
 
     private static func wifiJoinFailed(_ c: Diagnoses.Context) -> [Diagnoses.Hit] {
         var hits: [Diagnoses.Hit] = []
-        for d in c.timeline.devices.indices {
+        for (d, events) in c.eventsByDevice(carrying: [SpeakerOTA.Credentials.self, SpeakerOTA.Status.self]) {
             var ssid: String?
             var rssi: Int8?
             var joinStart: Int64?
-            for e in c.events(of: d) {
+            for e in events {
                 if let cred = e.message(as: SpeakerOTA.Credentials.self) { ssid = ProtocolText.display(cred.ssid) }
                 guard let s = status(e) else { continue }
                 if s.rssi != 0 { rssi = s.rssi }
@@ -132,10 +132,10 @@ extension SpeakerOTAProtocol: ProtocolAnalysis {
 
     private static func otaErrors(_ c: Diagnoses.Context, _ codes: Set<SpeakerOTA.ErrorCode>) -> [Diagnoses.Hit] {
         var hits: [Diagnoses.Hit] = []
-        for d in c.timeline.devices.indices {
+        for (d, events) in c.eventsByDevice(carrying: [SpeakerOTA.FirmwareURL.self, SpeakerOTA.Status.self]) {
             var url: SpeakerOTA.FirmwareURL?
             var lastError: SpeakerOTA.ErrorCode?
-            for e in c.events(of: d) {
+            for e in events {
                 if let u = e.message(as: SpeakerOTA.FirmwareURL.self) { url = u }
                 guard let s = status(e) else { continue }
                 guard s.state == .error, let code = s.error else { lastError = nil; continue }
@@ -158,7 +158,7 @@ extension SpeakerOTAProtocol: ProtocolAnalysis {
 
     private static func downloadStalled(_ c: Diagnoses.Context) -> [Diagnoses.Hit] {
         var hits: [Diagnoses.Hit] = []
-        for d in c.timeline.devices.indices {
+        for (d, events) in c.eventsByDevice(carrying: [SpeakerOTA.Status.self], kinds: ["link.disconnected"]) {
             var lastChange: (time: Int64, frame: Int, percent: Int)?
             var reported = false
             func check(_ t: Int64, _ frames: [Int], _ why: String) {
@@ -167,7 +167,7 @@ extension SpeakerOTAProtocol: ProtocolAnalysis {
                 hits.append(Diagnoses.Hit(device: d, time: l.time, frames: [l.frame] + frames,
                                 evidence: "progress stayed at \(l.percent) % for \(c.duration(t - l.time)) (from \(c.seconds(l.time))), then \(why)"))
             }
-            for e in c.events(of: d) {
+            for e in events {
                 if e.kind == "link.disconnected", lastChange != nil {
                     check(e.time, e.frames, "the link dropped")
                     lastChange = nil
@@ -193,10 +193,10 @@ extension SpeakerOTAProtocol: ProtocolAnalysis {
     private static func linkDroppedDuringUpdate(_ c: Diagnoses.Context) -> [Diagnoses.Hit] {
         var hits: [Diagnoses.Hit] = []
         let running: Set<SpeakerOTA.State> = [.wifiConnecting, .wifiConnected, .downloading, .verifying]
-        for d in c.timeline.devices.indices {
+        for (d, events) in c.eventsByDevice(carrying: [SpeakerOTA.Status.self], kinds: ["link.disconnected"]) {
             var state: SpeakerOTA.State?
             var progress = 0
-            for e in c.events(of: d) {
+            for e in events {
                 if let s = status(e) { state = s.state; progress = Int(s.progress) }
                 guard e.kind == "link.disconnected", let st = state, running.contains(st),
                       let conn = e.connection, let reason = c.timeline.connections[conn].disconnectReason else { continue }
@@ -210,10 +210,10 @@ extension SpeakerOTAProtocol: ProtocolAnalysis {
 
     private static func notValidated(_ c: Diagnoses.Context) -> [Diagnoses.Hit] {
         var hits: [Diagnoses.Hit] = []
-        for d in c.timeline.devices.indices {
+        for (d, events) in c.eventsByDevice(carrying: [SpeakerOTA.Status.self, SpeakerOTA.ControlCommand.self], kinds: ["link.disconnected"]) {
             var pending: TimelineEvent?
             var rolledBack: TimelineEvent?
-            for e in c.events(of: d) {
+            for e in events {
                 if let s = status(e) {
                     if s.state == .pendingVerify, pending == nil { pending = e }
                     if s.state == .idle, pending != nil { rolledBack = e }
@@ -238,9 +238,9 @@ extension SpeakerOTAProtocol: ProtocolAnalysis {
 
     private static func stateNotAllowed(_ c: Diagnoses.Context) -> [Diagnoses.Hit] {
         var hits: [Diagnoses.Hit] = []
-        for d in c.timeline.devices.indices {
+        for (d, events) in c.eventsByDevice(carrying: [SpeakerOTA.Status.self]) {
             var last: SpeakerOTA.State?
-            for e in c.events(of: d) {
+            for e in events {
                 guard let s = status(e), let state = s.state else { continue }
                 // A reboot resets the state machine: the status after a reconnection starts afresh.
                 if let l = last, !state.allowed(after: l) {
@@ -254,9 +254,9 @@ extension SpeakerOTAProtocol: ProtocolAnalysis {
 
     private static func progressBackwards(_ c: Diagnoses.Context) -> [Diagnoses.Hit] {
         var hits: [Diagnoses.Hit] = []
-        for d in c.timeline.devices.indices {
+        for (d, events) in c.eventsByDevice(carrying: [SpeakerOTA.Status.self]) {
             var last: (Int, TimelineEvent)?
-            for e in c.events(of: d) {
+            for e in events {
                 guard let s = status(e) else { continue }
                 guard s.state == .downloading else { if s.state != .verifying { last = nil }; continue }
                 if let (p, prev) = last, Int(s.progress) < p {
@@ -270,7 +270,7 @@ extension SpeakerOTAProtocol: ProtocolAnalysis {
     }
 
     private static func plainHTTP(_ c: Diagnoses.Context) -> [Diagnoses.Hit] {
-        c.events.compactMap { e in
+        c.events(carrying: SpeakerOTA.FirmwareURL.self).compactMap { e in
             guard let u = e.message(as: SpeakerOTA.FirmwareURL.self), u.scheme?.lowercased() == "http" else { return nil }
             return Diagnoses.Hit(device: e.device, time: e.time, frames: e.frames, evidence: "URL \(u.display(reveal: false)) at \(c.seconds(e.time))")
         }
