@@ -3,9 +3,9 @@ import Profiles
 /// The timeline's view of one protocol event: a line for people (no secrets) and its fields
 /// (secrets as `Secret`), as the message describes itself (`TimelineDescribing`).
 enum EventDescription {
-    static func describe(_ e: ProfileEvent) -> (String, [Field]) {
-        let problems = e.problems.isEmpty ? "" : " [" + e.problems.map(\.id).joined(separator: ", ") + "]"
-        guard let m = e.message else { return ("\(e.kind): undecodable" + problems, []) }
+    static func describe(kind: String, message: (any ProfileMessage)?, problems list: [ProtocolProblem]) -> (summary: String, fields: [Field]) {
+        let problems = list.isEmpty ? "" : " [" + list.map(\.id).joined(separator: ", ") + "]"
+        guard let m = message else { return ("\(kind): undecodable" + problems, []) }
         // A message its protocol does not describe still gets a line.
         let (summary, fields) = (m as? any TimelineDescribing)?.timelineDescription() ?? ("message", [])
         return (summary + problems, fields)

@@ -183,7 +183,9 @@ public struct Field: Sendable {
 /// A value type whose text, fields, frames and message sit in one shared box (copied on write):
 /// the rules walk every event of a timeline, and a copy of six separately counted references per
 /// event per rule was a third of `gattlab timeline` on a day's capture (all of it in
-/// `swift_retain`); a copy is now one.
+/// `swift_retain`); a copy is now one. A protocol event's summary and fields are not kept: its
+/// message tells them when asked (`described`), as the writers ask once per event (kept, they were
+/// a third of a large timeline's memory).
 public struct TimelineEvent: Sendable {
     public enum Lane: String, Sendable { case link, ota, scan, provisioning }
     public var time: Int64
@@ -199,13 +201,14 @@ public struct TimelineEvent: Sendable {
     private final class Storage: @unchecked Sendable {
         // Never changed once shared: a mutation of a shared box copies it first (`unique()`).
         var kind: String
-        var summary: String
-        var fields: [Field]
+        /// Nil: told by the message (`EventDescription`) when asked.
+        var summary: String?
+        var fields: [Field]?
         var frames: [Int]
         var message: (any ProfileMessage)?
         var problems: [ProtocolProblem]
 
-        init(kind: String, summary: String, fields: [Field], frames: [Int], message: (any ProfileMessage)?, problems: [ProtocolProblem]) {
+        init(kind: String, summary: String?, fields: [Field]?, frames: [Int], message: (any ProfileMessage)?, problems: [ProtocolProblem]) {
             self.kind = kind
             self.summary = summary
             self.fields = fields
@@ -229,6 +232,17 @@ public struct TimelineEvent: Sendable {
         messageType = message.map { ObjectIdentifier(type(of: $0)) }
     }
 
+    /// A protocol's event, its summary and fields told by its message (and problems) when asked.
+    init(time: Int64, device: Int?, connection: Int?, lane: Lane, kind: String, frames: [Int], message: (any ProfileMessage)?,
+         problems: [ProtocolProblem]) {
+        self.time = time
+        self.device = device
+        self.connection = connection
+        self.lane = lane
+        storage = Storage(kind: kind, summary: nil, fields: nil, frames: frames, message: message, problems: problems)
+        messageType = message.map { ObjectIdentifier(type(of: $0)) }
+    }
+
     private mutating func unique() -> Storage {
         if !isKnownUniquelyReferenced(&storage) { storage = storage.copy() }
         return storage
@@ -241,12 +255,19 @@ public struct TimelineEvent: Sendable {
     }
     /// One line for people. Never holds a secret: secrets are fields.
     public var summary: String {
-        get { storage.summary }
+        get { storage.summary ?? described.summary }
         set { unique().summary = newValue }
     }
     public var fields: [Field] {
-        get { storage.fields }
+        get { storage.fields ?? described.fields }
         set { unique().fields = newValue }
+    }
+    /// The summary and the fields at once (a protocol event's are made from its message: a
+    /// writer that wants both asks this once).
+    public var described: (summary: String, fields: [Field]) {
+        if let summary = storage.summary, let fields = storage.fields { return (summary, fields) }
+        let told = EventDescription.describe(kind: storage.kind, message: storage.message, problems: storage.problems)
+        return (storage.summary ?? told.summary, storage.fields ?? told.fields)
     }
     /// Records it came from (several for a long write or a chunked scan answer).
     public var frames: [Int] {

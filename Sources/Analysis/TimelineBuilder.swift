@@ -402,11 +402,9 @@ public final class TimelineBuilder {
         let d = timeline.connections[c].device
         if !timeline.devices[d].protocols.contains(e.protocolName) { timeline.devices[d].protocols.append(e.protocolName) }
         let frames = e.firstFrame == e.frame ? [e.frame] : [e.firstFrame, e.frame]
-        let (summary, fields) = EventDescription.describe(e)
         let hooks = analysis[e.protocolName]
         let lane = hooks?.lane ?? .provisioning
-        add(TimelineEvent(time: time, device: d, connection: c, lane: lane, kind: e.kind, summary: summary, fields: fields,
-                          frames: frames, message: e.message, problems: e.problems))
+        add(TimelineEvent(time: time, device: d, connection: c, lane: lane, kind: e.kind, frames: frames, message: e.message, problems: e.problems))
         if let w = lastWrite[c], w.frame == e.frame, w.length >= timeline.connections[c].mtu - 3, e.firstFrame == e.frame,
            hooks?.isWholeValueWrite(e) == true {
             truncatedWrites.append((c, e.frame, time, KnownUUIDs.name(e.characteristic) ?? e.characteristic.description, w.length,

@@ -251,9 +251,10 @@ public enum TimelineJSON {
             w.field("connection", e.connection)
             w.field("lane", e.lane.rawValue)
             w.field("kind", e.kind)
-            w.field("summary", e.summary)
+            let described = e.described
+            w.field("summary", described.summary)
             w.key("fields"); w.beginObject()
-            for f in e.fields { w.key(f.name); value(f.value, options: options, into: &w) }
+            for f in described.fields { w.key(f.name); value(f.value, options: options, into: &w) }
             w.endObject()
             if !e.problems.isEmpty {
                 w.key("problems"); w.beginArray(); e.problems.forEach { w.string($0.id) }; w.endArray()

@@ -64,9 +64,10 @@ public enum TimelinePerfetto {
             w.field("pid", pid(e.device))
             w.field("tid", e.lane == .link ? (e.connection.map { 100 + $0 } ?? 1) : laneTrack[e.lane] ?? 1)
             w.key("args"); w.beginObject()
-            w.field("summary", e.summary)
+            let described = e.described
+            w.field("summary", described.summary)
             w.field("frames", e.frames.map(String.init).joined(separator: ","))
-            for f in e.fields { w.key(f.name); TimelineJSON.value(f.value, options: options, into: &w) }
+            for f in described.fields { w.key(f.name); TimelineJSON.value(f.value, options: options, into: &w) }
             w.endObject()
             w.endObject()
         }
