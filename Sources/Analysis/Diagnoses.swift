@@ -111,10 +111,9 @@ public enum Diagnoses {
 
         /// `events(carrying:kinds:problems:)` of each device, devices in ascending order: the
         /// rules that follow a device's state machine.
-        public func eventsByDevice(carrying types: [any ProfileMessage.Type], kinds: [String] = []) -> [(device: Int, events: [TimelineEvent])] {
-            index.byDevice(selection(types, kinds, false), in: timeline.events)
+        public func eventsByDevice(carrying types: [any ProfileMessage.Type], kinds: [String] = []) -> DeviceEvents {
+            index.byDevice([selection(types, kinds, false)], in: timeline.events)
         }
-
 
         private func selection(_ types: [any ProfileMessage.Type], _ kinds: [String], _ problems: Bool) -> [Int] {
             var lists = index.positions(carrying: types.map { ObjectIdentifier($0) })
@@ -122,6 +121,24 @@ public enum Diagnoses {
             if problems { lists.append(index.withProblems) }
             return EventIndex.merge(lists)
         }
+    }
+
+    /// Each device's events of a selection, devices ascending, one device's array made at a
+    /// time as the loop reaches it (all of them at once were the peak of a large timeline's memory).
+    public struct DeviceEvents: Sequence {
+        let events: [TimelineEvent]
+        let groups: [(device: Int, positions: [Int32])]
+
+        public struct Iterator: IteratorProtocol {
+            let events: [TimelineEvent]
+            var groups: IndexingIterator<[(device: Int, positions: [Int32])]>
+            public mutating func next() -> (device: Int, events: [TimelineEvent])? {
+                guard let g = groups.next() else { return nil }
+                return (g.device, g.positions.map { events[Int($0)] })
+            }
+        }
+
+        public func makeIterator() -> Iterator { Iterator(events: events, groups: groups.makeIterator()) }
     }
 
     /// Positions in a timeline's events, by message type (built at once) and by kind (found when
@@ -176,18 +193,18 @@ public enum Diagnoses {
             }
         }
 
-        /// The events at `positions` of each device, devices ascending, each device's in order.
-        func byDevice(_ positions: [Int], in events: [TimelineEvent]) -> [(device: Int, events: [TimelineEvent])] {
-            var grouped: [Int: [TimelineEvent]] = [:]
+        /// `positions` of each device, devices ascending, each device's in order.
+        func byDevice(_ positions: [Int], in events: [TimelineEvent]) -> [(device: Int, positions: [Int32])] {
+            var grouped: [Int: [Int32]] = [:]
             for p in positions {
                 guard let d = events[p].device else { continue }
-                grouped[d, default: []].append(events[p])
+                grouped[d, default: []].append(Int32(p))
             }
             return grouped.keys.sorted().map { ($0, grouped[$0] ?? []) }
         }
 
-        func byDevice(_ lists: [[Int]], in events: [TimelineEvent]) -> [(device: Int, events: [TimelineEvent])] {
-            byDevice(Self.merge(lists), in: events)
+        func byDevice(_ lists: [[Int]], in events: [TimelineEvent]) -> DeviceEvents {
+            DeviceEvents(events: events, groups: byDevice(Self.merge(lists), in: events))
         }
     }
 

@@ -63,7 +63,7 @@ enum Provisioning {
     /// Every failed join of every device, once per failure (repeated status polls of the same
     /// failure count once).
     /// `byDevice`: the events whose messages report Wi-Fi joins, of each device in order.
-    static func failedJoins(_ byDevice: [(device: Int, events: [TimelineEvent])]) -> [Join] {
+    static func failedJoins(_ byDevice: Diagnoses.DeviceEvents) -> [Join] {
         var joins: [Join] = []
         for (_, events) in byDevice {
             var ssid: [UInt8]?
@@ -161,14 +161,16 @@ enum Provisioning {
     /// the end of the capture, or `interrupted` when the link dropped first.
     static func phases(_ t: Timeline, protocols: [any ProtocolAnalysis.Type]) -> [Phase] {
         var phases: [Phase] = []
-        let byDevice = Dictionary(grouping: t.events.filter { $0.device != nil }) { $0.device ?? -1 }
+        let positions = t.eventPositionsByDevice()
         let end = t.lastTime ?? 0
-        for d in byDevice.keys.sorted() {
-            let spoken = t.devices.indices.contains(d) ? t.devices[d].protocols : []
+        for d in positions.indices where !positions[d].isEmpty {
+            let spoken = t.devices[d].protocols
             var readers = protocols.filter { spoken.contains($0.name) }.compactMap { $0.provisioningPhaseReader() }
             guard !readers.isEmpty else { continue }
             var builder = ProvisioningPhases(device: d)
-            for e in byDevice[d] ?? [] where !builder.addLinkEvent(e) {
+            for p in positions[d] {
+                let e = t.events[Int(p)]
+                guard !builder.addLinkEvent(e) else { continue }
                 for i in readers.indices { readers[i].read(e, into: &builder) }
             }
             builder.finish(at: end)

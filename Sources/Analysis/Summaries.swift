@@ -5,9 +5,9 @@ import Profiles
 /// Each device's outcome and one-line summary, from its events and findings.
 enum Summaries {
     static func summarise(_ t: inout Timeline, protocols: [any ProtocolAnalysis.Type]) {
-        let byDevice = Dictionary(grouping: t.events.filter { $0.device != nil }) { $0.device ?? -1 }
+        let positions = t.eventPositionsByDevice()
         for d in t.devices.indices {
-            let events = byDevice[d] ?? []
+            let events = positions[d].map { t.events[Int($0)] }
             t.devices[d].linkCounts = counts(events, timeline: t, device: d)
             let (outcome, line) = story(events, timeline: t, device: d, protocols: protocols)
             t.devices[d].outcome = outcome

@@ -297,6 +297,22 @@ public struct TimelineEvent: Sendable {
     }
 }
 
+extension Timeline {
+    /// Where each device's events are in `events` (indexed by device), in order. The finishing
+    /// passes group positions, not copies of the events: the copies grouped by device were the
+    /// peak of a large timeline's memory.
+    func eventPositionsByDevice() -> [[Int32]] {
+        var positions = [[Int32]](repeating: [], count: devices.count)
+        events.withUnsafeBufferPointer { events in
+            for i in events.indices {
+                guard let d = events[i].device, positions.indices.contains(d) else { continue }
+                positions[d].append(Int32(i))
+            }
+        }
+        return positions
+    }
+}
+
 extension TimelineEvent {
     /// A text field's value, if the event has it.
     public func string(_ name: String) -> String? {
