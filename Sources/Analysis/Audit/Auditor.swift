@@ -21,7 +21,12 @@ public final class Auditor {
     /// Every rule: the audit's own and the protocols'.
     private let catalogue: [AuditRuleInfo]
     private var report: AuditReport
-    private var tracks: [ConnectionTrack] = []
+    /// Every connection's track, in the order they began; nil once its link ended (`ended`).
+    private var tracks: [ConnectionTrack?] = []
+    /// The link and findings of each track whose link ended, by its place in `tracks`: nothing
+    /// can reach it any more, and a day's connections kept whole until the end were most of the
+    /// audit's memory.
+    private var ended: [Int: (link: AuditLink, findings: [AuditFinding])] = [:]
     private var live: [ConnectionKey: Int] = [:]
     private var droppedSightings = 0
     /// Writes on handles the decoder could not name (no discovery, no --profile): how many, and the first ones.
@@ -98,7 +103,7 @@ public final class Auditor {
     }
 
     private func track(_ key: ConnectionKey, record: CaptureRecord, peer: BDAddr? = nil) -> ConnectionTrack {
-        if let i = live[key] { return tracks[i] }
+        if let i = live[key], let t = tracks[i] { return t }
         let t = ConnectionTrack(key: key, link: AuditLink(connection: key.description, peer: peer?.description, firstRecord: record.number),
                                 protocolTracks: auditing.map { $0.makeAuditTrack() })
         if tracks.count < Self.maxConnections {
@@ -143,7 +148,12 @@ public final class Auditor {
             live[info.key] = nil
             _ = track(info.key, record: record, peer: info.peerAddress ?? info.peripheralAddress)
         case .disconnection(let info, _):
-            if let i = live[info.key] { flushPrepared(tracks[i], why: "never executed: the link ended") }
+            if let i = live[info.key], let t = tracks[i] {
+                flushPrepared(t, why: "never executed: the link ended")
+                finishPairing(t)
+                ended[i] = (t.link, AuditRules.findings(for: t, catalogue: catalogue))
+                tracks[i] = nil
+            }
             live[info.key] = nil
         case .encryptionChange(let key, let enabled, let status, let keySize):
             guard status.rawValue == 0 else { return }
@@ -315,12 +325,17 @@ public final class Auditor {
     // MARK: Findings
 
     public func finish() -> AuditReport {
-        for t in tracks { flushPrepared(t, why: "never executed before the capture ended") }
+        for case let t? in tracks { flushPrepared(t, why: "never executed before the capture ended") }
         var r = report
-        for t in tracks {
-            finishPairing(t)
-            r.links.append(t.link)
-            r.findings += AuditRules.findings(for: t, catalogue: catalogue)
+        for (i, track) in tracks.enumerated() {
+            if let t = track {
+                finishPairing(t)
+                r.links.append(t.link)
+                r.findings += AuditRules.findings(for: t, catalogue: catalogue)
+            } else if let done = ended[i] {
+                r.links.append(done.link)
+                r.findings += done.findings
+            }
         }
         if !r.secrets.isEmpty {
             var counts: [SecretKind: Int] = [:]
