@@ -16,9 +16,12 @@
 #   OUT=/tmp/out WORK=/tmp/work SRC=$PWD/.. SANITIZER=address FUZZING_ENGINE=libfuzzer .clusterfuzzlite/build.sh
 # GATTLAB_FUZZ_CONFIG=debug builds in debug (CI: a fraction of the compile time, the same
 # coverage instrumentation and sanitizer); the default, release, is for real campaigns.
-# Sanitizers: address (what project.yaml asks for, and what CI runs); undefined and thread are
-# passed to swiftc as they are (not tried); coverage builds the profile-instrumented binaries
-# OSS-Fuzz's coverage reports use; memory is refused (Swift has no MemorySanitizer).
+# Sanitizers: address (what project.yaml asks for, and what CI runs); thread (the Swift runtime
+# linked dynamically and copied to $OUT/lib: with the static one, ThreadSanitizer's allocator
+# aborts at start, in Foundation's environment, on Swift 6.3); coverage builds the
+# profile-instrumented binaries OSS-Fuzz's coverage reports use. undefined and memory are
+# refused: swiftc has no -sanitize=undefined on Linux, and Swift has no MemorySanitizer (OSS-Fuzz
+# offers address and thread for Swift).
 
 # The repository: this script's parent folder, or $SRC/gattlab when the Dockerfile copied the
 # script to $SRC/build.sh.
@@ -43,15 +46,18 @@ fi
 # the driver: libFuzzer clears and scans every counter after each input, and the rest (crypto, the
 # protobuf runtime, transports, renderers) held about half of them. The coverage build keeps
 # --sanitize fuzzer on every module, for the coverage reports.
+stdlib=(--static-swift-stdlib)
 case $SANITIZER in
-  address|undefined|thread) sanitize=(--sanitize "$SANITIZER"); export GATTLAB_FUZZ_INSTRUMENT=$SANITIZER ;;
+  address) sanitize=(--sanitize address); export GATTLAB_FUZZ_INSTRUMENT=address ;;
+  thread) sanitize=(--sanitize thread); export GATTLAB_FUZZ_INSTRUMENT=thread; stdlib=() ;;
   coverage) sanitize=(--sanitize fuzzer -Xswiftc -profile-generate -Xswiftc -profile-coverage-mapping) ;;
-  *) echo "build.sh: SANITIZER=$SANITIZER is not supported for Swift (address, undefined, thread, coverage)" >&2; exit 1 ;;
+  undefined) echo "build.sh: SANITIZER=undefined is not supported for Swift on Linux (swiftc has no -sanitize=undefined): use address or thread" >&2; exit 1 ;;
+  *) echo "build.sh: SANITIZER=$SANITIZER is not supported for Swift (address, thread, coverage)" >&2; exit 1 ;;
 esac
-# Swift's runtime and Foundation linked in (the runner image has no Swift); the C libraries the
-# capture and transport modules link are copied to $OUT/lib and found through DT_RPATH (not
-# RUNPATH, so their own dependencies are found there too).
-flags=("${sanitize[@]}" -Xswiftc -DGATTLAB_LIBFUZZER --static-swift-stdlib
+# Swift's runtime and Foundation linked in (the runner image has no Swift; with thread they are
+# copied instead); the C libraries the capture and transport modules link are copied to $OUT/lib
+# and found through DT_RPATH (not RUNPATH, so their own dependencies are found there too).
+flags=("${sanitize[@]}" -Xswiftc -DGATTLAB_LIBFUZZER ${stdlib[@]+"${stdlib[@]}"}
        -Xlinker --disable-new-dtags -Xlinker -rpath -Xlinker '$ORIGIN/lib')
 scratch=$WORK/gattlab-fuzz-$config-$SANITIZER
 
