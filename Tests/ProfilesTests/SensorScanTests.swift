@@ -33,6 +33,13 @@ final class SensorScanTests: XCTestCase {
         XCTAssertEqual(SensorScan.parse(Array("A,-40\rB,-41\r\n".utf8)).0.map(\.ssidText), ["A", "B"])
         XCTAssertEqual(ids((0..<11).map { "n\($0),-\(40 + $0)\n" }.joined()), ["scan.too-many"])
         XCTAssertEqual(SensorScan.parse([0xFF, 0x2C, 0x2D, 0x34, 0x30]).1.map(\.id), ["scan.ssid-not-utf8"])
+        // Duplicates on both sides of the 64 networks where the search turns to a dictionary:
+        // n3 again at 70 (found in the dictionary built then), n71 again at 90.
+        let many = (0..<100).map { i in i == 70 ? "n3,-50\n" : i == 90 ? "n71,-50\n" : "n\(i),-50\n" }.joined()
+        let (networks, problems) = SensorScan.parse(Array(many.utf8))
+        XCTAssertEqual(networks.count, 100)
+        XCTAssertEqual(problems.filter { $0.id == "scan.duplicate" }.map(\.message), ["\"n3\" listed twice", "\"n71\" listed twice"])
+        XCTAssertEqual(ids("A,-40\nB,-41\n\r\nA,-42"), ["scan.duplicate"])
     }
 
     func testBothMarkerStylesAtEveryMTU() {

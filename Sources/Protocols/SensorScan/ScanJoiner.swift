@@ -412,8 +412,17 @@ extension SensorScan {
         // SSIDs seen: an FNV-1a hash of each → the first network with it. (The scan fuzz target
         // runs this per input; hashing the byte arrays in a Set cost a tenth of its time, and a
         // String and an Array per line, as lines were read before, most of it.)
+        // Few networks (a scan lists about ten): their hashes are searched in order; a dictionary
+        // only once there are many (a hostile answer of thousands of lines).
+        var hashes: [UInt64] = []
         var seen: [UInt64: Int] = [:]
-        for line in bytes.split(omittingEmptySubsequences: true, whereSeparator: { $0 == 0x0A || $0 == 0x0D }) {
+        // Lines found in place: `split` made an array of them per answer.
+        var next = bytes.startIndex
+        while next < bytes.endIndex {
+            guard let start = bytes[next...].firstIndex(where: { $0 != 0x0A && $0 != 0x0D }) else { break }
+            let end = bytes[start...].firstIndex(where: { $0 == 0x0A || $0 == 0x0D }) ?? bytes.endIndex
+            next = end
+            let line = bytes[start..<end]
             if line.elementsEqual(Self.moreLine) || line.elementsEqual(Self.endLine) {
                 problems.append(.init("scan.misplaced-marker", "a \(String(decoding: line, as: UTF8.self)) line inside the data"))
                 continue
@@ -440,14 +449,22 @@ extension SensorScan {
             }
             var hash: UInt64 = 0xCBF2_9CE4_8422_2325
             for b in ssid { hash = (hash ^ UInt64(b)) &* 0x100_0000_01B3 }
-            if let first = seen[hash] {
+            let first: Int?
+            if hashes.count < 64 {
+                first = hashes.firstIndex(of: hash)
+            } else {
+                if seen.isEmpty { for (i, h) in hashes.enumerated() where seen[h] == nil { seen[h] = i } }
+                first = seen[hash]
+            }
+            if let first {
                 // The same hash: the same SSID, unless two SSIDs collide.
                 if networks[first].ssid == ssid || networks.contains(where: { $0.ssid == ssid }) {
                     problems.append(.init("scan.duplicate", "\"\(ProtocolText.decode(ssid).text)\" listed twice"))
                 }
-            } else {
+            } else if !seen.isEmpty {
                 seen[hash] = networks.count
             }
+            hashes.append(hash)
             networks.append(Network(ssid: ssid, rssi: rssi))
         }
         if networks.count > intendedMaximumNetworks {
