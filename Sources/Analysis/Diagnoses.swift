@@ -76,8 +76,8 @@ public enum Diagnoses {
             self.timeline = timeline
             self.facts = facts
             self.protocols = protocols
-            index = EventIndex(timeline.events)
-            failedJoins = Provisioning.failedJoins(index.byDevice(index.positions(carrying: index.joinReportingTypes), in: timeline.events))
+            index = EventIndex(timeline)
+            failedJoins = Provisioning.failedJoins(index.byDevice(EventIndex.merge(index.positions(carrying: index.joinReportingTypes))))
             explainedJoins = Set(failedJoins.filter { $0.failure != nil }.map { EventKey(time: $0.event.time, frames: $0.event.frames) })
         }
 
@@ -112,12 +112,12 @@ public enum Diagnoses {
         /// `events(carrying:kinds:problems:)` of each device, devices in ascending order: the
         /// rules that follow a device's state machine.
         public func eventsByDevice(carrying types: [any ProfileMessage.Type], kinds: [String] = []) -> DeviceEvents {
-            index.byDevice([selection(types, kinds, false)], in: timeline.events)
+            index.byDevice(selection(types, kinds, false))
         }
 
         private func selection(_ types: [any ProfileMessage.Type], _ kinds: [String], _ problems: Bool) -> [Int] {
             var lists = index.positions(carrying: types.map { ObjectIdentifier($0) })
-            for kind in kinds { lists.append(index.positions(kind: kind, in: timeline.events)) }
+            for kind in kinds { lists.append(index.positions(kind: kind)) }
             if problems { lists.append(index.withProblems) }
             return EventIndex.merge(lists)
         }
@@ -127,31 +127,37 @@ public enum Diagnoses {
     /// time as the loop reaches it (all of them at once were the peak of a large timeline's memory).
     public struct DeviceEvents: Sequence {
         let events: [TimelineEvent]
-        let groups: [(device: Int, positions: [Int32])]
+        /// Positions in `events`, indexed by device.
+        let positions: [[Int32]]
 
         public struct Iterator: IteratorProtocol {
             let events: [TimelineEvent]
-            var groups: IndexingIterator<[(device: Int, positions: [Int32])]>
+            let positions: [[Int32]]
+            var device = 0
             public mutating func next() -> (device: Int, events: [TimelineEvent])? {
-                guard let g = groups.next() else { return nil }
-                return (g.device, g.positions.map { events[Int($0)] })
+                while device < positions.count, positions[device].isEmpty { device += 1 }
+                guard device < positions.count else { return nil }
+                defer { device += 1 }
+                return (device, positions[device].map { events[Int($0)] })
             }
         }
 
-        public func makeIterator() -> Iterator { Iterator(events: events, groups: groups.makeIterator()) }
+        public func makeIterator() -> Iterator { Iterator(events: events, positions: positions) }
     }
 
     /// Positions in a timeline's events, by message type (built at once) and by kind (found when
     /// a rule first asks). A class: the kinds' positions are kept for the next rule that asks.
     final class EventIndex {
+        private let timeline: Timeline
         private var byType: [ObjectIdentifier: [Int]] = [:]
         /// Each message type seen, in the order first seen.
         private(set) var allTypes: [any ProfileMessage.Type] = []
         private(set) var withProblems: [Int] = []
         private var byKind: [String: [Int]] = [:]
 
-        init(_ events: [TimelineEvent]) {
-            events.withUnsafeBufferPointer { events in
+        init(_ timeline: Timeline) {
+            self.timeline = timeline
+            timeline.events.withUnsafeBufferPointer { events in
                 for i in events.indices {
                     if !events[i].problems.isEmpty { withProblems.append(i) }
                     guard let type = events[i].messageType else { continue }
@@ -163,10 +169,10 @@ public enum Diagnoses {
 
         func positions(carrying types: [ObjectIdentifier]) -> [[Int]] { types.compactMap { byType[$0] } }
 
-        func positions(kind: String, in events: [TimelineEvent]) -> [Int] {
+        func positions(kind: String) -> [Int] {
             if let known = byKind[kind] { return known }
             var found: [Int] = []
-            events.withUnsafeBufferPointer { events in
+            timeline.events.withUnsafeBufferPointer { events in
                 for i in events.indices where events[i].kind == kind { found.append(i) }
             }
             byKind[kind] = found
@@ -193,18 +199,9 @@ public enum Diagnoses {
             }
         }
 
-        /// `positions` of each device, devices ascending, each device's in order.
-        func byDevice(_ positions: [Int], in events: [TimelineEvent]) -> [(device: Int, positions: [Int32])] {
-            var grouped: [Int: [Int32]] = [:]
-            for p in positions {
-                guard let d = events[p].device else { continue }
-                grouped[d, default: []].append(Int32(p))
-            }
-            return grouped.keys.sorted().map { ($0, grouped[$0] ?? []) }
-        }
-
-        func byDevice(_ lists: [[Int]], in events: [TimelineEvent]) -> DeviceEvents {
-            DeviceEvents(events: events, groups: byDevice(Self.merge(lists), in: events))
+        /// The events at `positions` (ascending) of each device, devices ascending.
+        func byDevice(_ positions: [Int]) -> DeviceEvents {
+            DeviceEvents(events: timeline.events, positions: timeline.eventPositionsByDevice(among: positions))
         }
     }
 

@@ -224,23 +224,24 @@ public struct TimelineEvent: Sendable {
 
     init(time: Int64, device: Int?, connection: Int?, lane: Lane, kind: String, summary: String, fields: [Field], frames: [Int],
          message: (any ProfileMessage)? = nil, problems: [ProtocolProblem] = []) {
-        self.time = time
-        self.device = device
-        self.connection = connection
-        self.lane = lane
-        storage = Storage(kind: kind, summary: summary, fields: fields, frames: frames, message: message, problems: problems)
-        messageType = message.map { ObjectIdentifier(type(of: $0)) }
+        self.init(time: time, device: device, connection: connection, lane: lane,
+                  storage: Storage(kind: kind, summary: summary, fields: fields, frames: frames, message: message, problems: problems))
     }
 
     /// A protocol's event, its summary and fields told by its message (and problems) when asked.
     init(time: Int64, device: Int?, connection: Int?, lane: Lane, kind: String, frames: [Int], message: (any ProfileMessage)?,
          problems: [ProtocolProblem]) {
+        self.init(time: time, device: device, connection: connection, lane: lane,
+                  storage: Storage(kind: kind, summary: nil, fields: nil, frames: frames, message: message, problems: problems))
+    }
+
+    private init(time: Int64, device: Int?, connection: Int?, lane: Lane, storage: Storage) {
         self.time = time
         self.device = device
         self.connection = connection
         self.lane = lane
-        storage = Storage(kind: kind, summary: nil, fields: nil, frames: frames, message: message, problems: problems)
-        messageType = message.map { ObjectIdentifier(type(of: $0)) }
+        self.storage = storage
+        messageType = storage.message.map { ObjectIdentifier(type(of: $0)) }
     }
 
     private mutating func unique() -> Storage {
@@ -298,18 +299,19 @@ public struct TimelineEvent: Sendable {
 }
 
 extension Timeline {
-    /// Where each device's events are in `events` (indexed by device), in order. The finishing
-    /// passes group positions, not copies of the events: the copies grouped by device were the
-    /// peak of a large timeline's memory.
-    func eventPositionsByDevice() -> [[Int32]] {
-        var positions = [[Int32]](repeating: [], count: devices.count)
+    /// Where each device's events are in `events` (indexed by device), in order: all of them, or
+    /// those at `positions` (ascending). The finishing passes group positions, not copies of the
+    /// events: the copies grouped by device were the peak of a large timeline's memory.
+    func eventPositionsByDevice(among positions: [Int]? = nil) -> [[Int32]] {
+        var byDevice = [[Int32]](repeating: [], count: devices.count)
         events.withUnsafeBufferPointer { events in
-            for i in events.indices {
-                guard let d = events[i].device, positions.indices.contains(d) else { continue }
-                positions[d].append(Int32(i))
+            func add(_ i: Int) {
+                guard let d = events[i].device, byDevice.indices.contains(d) else { return }
+                byDevice[d].append(Int32(i))
             }
+            if let positions { positions.forEach(add) } else { events.indices.forEach(add) }
         }
-        return positions
+        return byDevice
     }
 }
 

@@ -272,10 +272,10 @@ public final class Campaign {
         // may keep what that candidate told it (a URL, a mode), and a candidate without the
         // steps that set it up would seem to give the finding when only the leftovers do.
         var lastGave = true
-        func gives(_ candidate: [UInt8]) -> Bool {
+        func candidateGives(_ candidate: [UInt8]) -> Bool {
             func once() -> Bool {
                 tries += 1
-                return self.gives(candidate, kind: kind)
+                return gives(candidate, kind: kind)
             }
             let gave = once()
             // A stateful target (one whose findings are confirmed) runs such a candidate again,
@@ -292,7 +292,7 @@ public final class Campaign {
                 if i < ranges.count {
                     var candidate = best
                     candidate.removeSubrange(ranges[i])
-                    if gives(candidate) { best = candidate }
+                    if candidateGives(candidate) { best = candidate }
                 }
                 i -= 1
             }
@@ -307,7 +307,7 @@ public final class Campaign {
             while i < best.count, tries < target.minimizeTries {
                 var candidate = best
                 candidate.removeSubrange(i..<min(best.count, i + chunk))
-                if gives(candidate) {
+                if candidateGives(candidate) {
                     best = candidate
                     shrunk = true
                 } else {

@@ -21,12 +21,15 @@ public final class Auditor {
     /// Every rule: the audit's own and the protocols'.
     private let catalogue: [AuditRuleInfo]
     private var report: AuditReport
-    /// Every connection's track, in the order they began; nil once its link ended (`ended`).
-    private var tracks: [ConnectionTrack?] = []
-    /// The link and findings of each track whose link ended, by its place in `tracks`: nothing
-    /// can reach it any more, and a day's connections kept whole until the end were most of the
-    /// audit's memory.
-    private var ended: [Int: (link: AuditLink, findings: [AuditFinding])] = [:]
+    /// Every connection, in the order they began.
+    private var tracks: [Connection] = []
+    /// A connection followed while its link is up; once the link ends nothing can reach its
+    /// track, and only its link and findings are kept (a day's tracks kept whole to the end were
+    /// most of the audit's memory).
+    private enum Connection {
+        case open(ConnectionTrack)
+        case ended(link: AuditLink, findings: [AuditFinding])
+    }
     private var live: [ConnectionKey: Int] = [:]
     private var droppedSightings = 0
     /// Writes on handles the decoder could not name (no discovery, no --profile): how many, and the first ones.
@@ -103,12 +106,12 @@ public final class Auditor {
     }
 
     private func track(_ key: ConnectionKey, record: CaptureRecord, peer: BDAddr? = nil) -> ConnectionTrack {
-        if let i = live[key], let t = tracks[i] { return t }
+        if let i = live[key], case .open(let t) = tracks[i] { return t }
         let t = ConnectionTrack(key: key, link: AuditLink(connection: key.description, peer: peer?.description, firstRecord: record.number),
                                 protocolTracks: auditing.map { $0.makeAuditTrack() })
         if tracks.count < Self.maxConnections {
             live[key] = tracks.count
-            tracks.append(t)
+            tracks.append(.open(t))
         }
         return t
     }
@@ -148,11 +151,10 @@ public final class Auditor {
             live[info.key] = nil
             _ = track(info.key, record: record, peer: info.peerAddress ?? info.peripheralAddress)
         case .disconnection(let info, _):
-            if let i = live[info.key], let t = tracks[i] {
+            if let i = live[info.key], case .open(let t) = tracks[i] {
                 flushPrepared(t, why: "never executed: the link ended")
                 finishPairing(t)
-                ended[i] = (t.link, AuditRules.findings(for: t, catalogue: catalogue))
-                tracks[i] = nil
+                tracks[i] = .ended(link: t.link, findings: AuditRules.findings(for: t, catalogue: catalogue))
             }
             live[info.key] = nil
         case .encryptionChange(let key, let enabled, let status, let keySize):
@@ -325,16 +327,17 @@ public final class Auditor {
     // MARK: Findings
 
     public func finish() -> AuditReport {
-        for case let t? in tracks { flushPrepared(t, why: "never executed before the capture ended") }
+        for case .open(let t) in tracks { flushPrepared(t, why: "never executed before the capture ended") }
         var r = report
-        for (i, track) in tracks.enumerated() {
-            if let t = track {
+        for track in tracks {
+            switch track {
+            case .open(let t):
                 finishPairing(t)
                 r.links.append(t.link)
                 r.findings += AuditRules.findings(for: t, catalogue: catalogue)
-            } else if let done = ended[i] {
-                r.links.append(done.link)
-                r.findings += done.findings
+            case .ended(let link, let findings):
+                r.links.append(link)
+                r.findings += findings
             }
         }
         if !r.secrets.isEmpty {
