@@ -65,38 +65,60 @@ extension SensorScan {
 
         public init() {}
 
-        enum Marker { case more, end }
-        static let words: [([UInt8], Marker)] = [(Array("MORE".utf8), .more), (Array("END".utf8), .end)]
+        /// A notification's bytes, read where they lie. The rules take many slices of each
+        /// notification; slices of an array retain and release its buffer every time, which was
+        /// most of the scan fuzz target's time, and slices of a pointer cost nothing.
+        typealias Bytes = Slice<UnsafeBufferPointer<UInt8>>
+
+        enum Marker {
+            case more, end
+
+            /// The word, in the binary's constant data (read through a pointer, never retained).
+            var word: Bytes {
+                let s: StaticString = self == .more ? "MORE" : "END"
+                return UnsafeBufferPointer(start: s.utf8Start, count: s.utf8CodeUnitCount)[...]
+            }
+        }
+        /// The markers in the order the rules try them.
+        @inline(__always) static var markers: [Marker] { [.more, .end] }
         static let lf: UInt8 = 0x0A, cr: UInt8 = 0x0D
         /// Separators firmware puts between a marker and the data.
         static func isSeparator(_ b: UInt8) -> Bool { b == 0x3B || b == 0x2C || b == 0x20 || b == 0x09 }
         static func isBreak(_ b: UInt8) -> Bool { b == lf || b == cr }
+        static func startsWithCRLF(_ c: Bytes) -> Bool { c.count >= 2 && c[c.startIndex] == cr && c[c.startIndex + 1] == lf }
+        static func endsWithCRLF(_ c: Bytes) -> Bool { c.count >= 2 && c[c.endIndex - 2] == cr && c[c.endIndex - 1] == lf }
 
         /// Adds one notification; returns true when it completed the response.
         @discardableResult
-        public mutating func add(_ chunk: [UInt8]) -> Bool { add(chunk[...]) }
+        public mutating func add(_ chunk: [UInt8]) -> Bool {
+            chunk.withUnsafeBufferPointer { add(inPlace: $0[...]) }
+        }
 
         /// The same for a notification that is a slice of a larger buffer (the scan fuzz
         /// target's input), read where it is.
         @discardableResult
         public mutating func add(_ chunk: ArraySlice<UInt8>) -> Bool {
+            chunk.withUnsafeBufferPointer { add(inPlace: $0[...]) }
+        }
+
+        /// Rules 1 and 2, then the rest.
+        private mutating func add(inPlace chunk: Bytes) -> Bool {
             guard !complete else { return true }
             chunks += 1
             var c = chunk
-            var sawEnd = false
 
             // 1. A notification that is only a marker.
             if let m = Self.onlyMarker(c) {
                 if !pending.isEmpty {
                     let held = takePending()
-                    guard append(held[...]) else { return true }
+                    guard held.withUnsafeBufferPointer({ append($0[...]) }) else { return true }
                 }
                 if let first = c.first, Self.isBreak(first) {
                     // `\nMORE\n`: the end of a line and the marker line, the line style's chunk.
                     // Its line end ends the line the last chunk left open (found by fuzzing an
                     // independent sensor that cut `SSID,RSSI` exactly at the chunk's end).
                     endLine()
-                    note(c.starts(with: [Self.cr, Self.lf]) ? .suffixCRLF : .suffixNewline)
+                    note(Self.startsWithCRLF(c) ? .suffixCRLF : .suffixNewline)
                 } else {
                     note(.separateNotification)
                     if m == .more { separateMore = true }
@@ -105,28 +127,43 @@ extension SensorScan {
                 return complete
             }
             // 2. The rest of a marker the last notification began.
+            var sawEnd = false
             if !pending.isEmpty {
                 let fragment = pending
-                let completed = Self.words.first { w, _ in
+                var completed: (length: Int, marker: Marker)?
+                for m in Self.markers {
+                    let w = m.word
                     let k = w.count - fragment.count
-                    guard k > 0, w.starts(with: fragment), c.starts(with: w[fragment.count...]) else { return false }
-                    guard c.count > k else { return true }
-                    let next = c[c.startIndex + k]
-                    return Self.isBreak(next) || Self.isSeparator(next)
+                    guard k > 0, w.starts(with: fragment), c.starts(with: w.dropFirst(fragment.count)) else { continue }
+                    if c.count > k {
+                        let next = c[c.startIndex + k]
+                        guard Self.isBreak(next) || Self.isSeparator(next) else { continue }
+                    }
+                    completed = (w.count, m)
+                    break
                 }
-                if let (w, m) = completed {
+                if let (length, m) = completed {
                     let endsLine = pendingEndsLine
                     pending = []
                     pendingRestore = []
                     pendingEndsLine = false
                     if endsLine { endLine() }
-                    c = Self.dropLeadingSeparators(c.dropFirst(w.count - fragment.count))
+                    c = Self.dropLeadingSeparators(c.dropFirst(length - fragment.count))
                     note(.splitAcrossChunks)
                     if m == .end { sawEnd = true }
                 } else {
-                    c = (takePending() + c)[...]
+                    // The held fragment was data: it and this notification are read as one.
+                    let joined = takePending() + c
+                    return joined.withUnsafeBufferPointer { addRest($0[...], sawEnd: false) }
                 }
             }
+            return addRest(c, sawEnd: sawEnd)
+        }
+
+        /// Rules 3 to 5 and the data.
+        private mutating func addRest(_ chunk: Bytes, sawEnd sawEndBefore: Bool) -> Bool {
+            var c = chunk
+            var sawEnd = sawEndBefore
             // 3. A marker at the start of the notification.
             if atLineStart, let (m, length) = prefixMarker(c) {
                 c = c.dropFirst(length)
@@ -151,8 +188,11 @@ extension SensorScan {
                 pendingEndsLine = ends
             }
             // 5. Marker lines inside.
-            body = removeInlineMarkers(body, sawEnd: &sawEnd)
-            guard append(body) else { return true }
+            if let kept = removeInlineMarkers(body, sawEnd: &sawEnd) {
+                guard kept.withUnsafeBufferPointer({ append($0[...]) }) else { return true }
+            } else {
+                guard append(body) else { return true }
+            }
             if endsLine { endLine() }
             if sawEnd {
                 pending = []
@@ -209,11 +249,11 @@ extension SensorScan {
         }
 
         /// Appends data; false (and the response abandoned) past the size cap.
-        private mutating func append(_ body: ArraySlice<UInt8>) -> Bool {
+        private mutating func append(_ body: Bytes) -> Bool {
             guard !body.isEmpty else { return true }
             // One network per notification without a line end: both sides whole network lines.
             if let last = bytes.last, !Self.isBreak(last), let first = body.first, !Self.isBreak(first),
-               openLineIsNetworkLine(plus: ArraySlice<UInt8>()), Self.isNetworkLine(body.prefix { !Self.isBreak($0) }) {
+               openLineIsNetworkLine(), Self.isNetworkLine(body.prefix { !Self.isBreak($0) }) {
                 bytes.append(Self.lf)
                 openLineStart = bytes.count
             }
@@ -222,7 +262,7 @@ extension SensorScan {
                 complete = true
                 return false
             }
-            bytes += body
+            bytes.append(contentsOf: body)
             if let i = body.lastIndex(where: Self.isBreak) { openLineStart = bytes.count - (body.endIndex - i - 1) }
             return true
         }
@@ -230,20 +270,27 @@ extension SensorScan {
         /// Where the last line of `bytes` starts (after its last CR or LF), kept as `bytes` grows.
         private var openLineStart = 0
 
+        /// Whether the line left open at the end of the joined text is a complete network line.
+        private func openLineIsNetworkLine() -> Bool {
+            bytes.withUnsafeBufferPointer { Self.isNetworkLine($0[openLineStart...]) }
+        }
+
         /// Whether the line that `extra` would leave open at the end of the joined text is a
         /// complete network line. Read in place, from `openLineStart`: the joiner asks at every
         /// notification, and copying the open line out (found by a search back through the text)
         /// was a good part of the scan fuzz target's time.
-        private func openLineIsNetworkLine(plus extra: ArraySlice<UInt8>) -> Bool {
+        private func openLineIsNetworkLine(plus extra: Bytes) -> Bool {
             if let i = extra.lastIndex(where: Self.isBreak) { return Self.isNetworkLine(extra[(i + 1)...]) }
-            let head = bytes[openLineStart...]
+            if extra.isEmpty { return openLineIsNetworkLine() }
+            let headCount = bytes.count - openLineStart
             // Longer is no network line (isNetworkLine's first test), whatever the bytes.
-            guard head.count + extra.count <= SensorScan.maxSSIDLength + 8 else { return false }
-            if extra.isEmpty { return Self.isNetworkLine(head) }
-            return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: head.count + extra.count) { line in
-                _ = line.initialize(fromContentsOf: head)
-                _ = line[head.count...].initialize(fromContentsOf: extra)
-                return Self.isNetworkLine(line)
+            guard headCount + extra.count <= SensorScan.maxSSIDLength + 8 else { return false }
+            return bytes.withUnsafeBufferPointer { all in
+                withUnsafeTemporaryAllocation(of: UInt8.self, capacity: headCount + extra.count) { line in
+                    _ = line.initialize(fromContentsOf: all[openLineStart...])
+                    _ = line[headCount...].initialize(fromContentsOf: extra)
+                    return Self.isNetworkLine(line)
+                }
             }
         }
 
@@ -258,19 +305,20 @@ extension SensorScan {
             return (1...3).contains(digits.count) && digits.allSatisfy { (0x30...0x39).contains($0) }
         }
 
-        static func trimmed(_ c: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
+        static func trimmed(_ c: Bytes) -> Bytes {
             var t = c
             while let f = t.first, isBreak(f) || isSeparator(f) { t = t.dropFirst() }
             while let l = t.last, isBreak(l) || isSeparator(l) { t = t.dropLast() }
             return t
         }
 
-        static func onlyMarker(_ c: ArraySlice<UInt8>) -> Marker? {
+        static func onlyMarker(_ c: Bytes) -> Marker? {
             let t = trimmed(c)
-            return words.first { w, _ in t.elementsEqual(w) }?.1
+            for m in markers where t.count == m.word.count && t.elementsEqual(m.word) { return m }
+            return nil
         }
 
-        static func dropLeadingSeparators(_ c: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
+        static func dropLeadingSeparators(_ c: Bytes) -> Bytes {
             var c = c
             if let f = c.first, isSeparator(f) { c = c.dropFirst() }
             if c.first == cr { c = c.dropFirst() }
@@ -279,8 +327,10 @@ extension SensorScan {
         }
 
         /// Rule 3: the marker and the separator after it, as a length to drop.
-        func prefixMarker(_ c: ArraySlice<UInt8>) -> (Marker, Int)? {
-            for (w, m) in Self.words where c.starts(with: w) {
+        func prefixMarker(_ c: Bytes) -> (Marker, Int)? {
+            for m in Self.markers {
+                let w = m.word
+                guard c.starts(with: w) else { continue }
                 let rest = c.dropFirst(w.count)
                 guard let next = rest.first else { return (m, w.count) }
                 let line = c.prefix { !Self.isBreak($0) }
@@ -301,15 +351,17 @@ extension SensorScan {
 
         /// Rule 4: a marker at the end of `t` (line ends trimmed): the data before it and whether
         /// the marker carried that data's line end.
-        mutating func suffixMarker(_ t: ArraySlice<UInt8>) -> (Marker, ArraySlice<UInt8>, Bool)? {
-            for (w, m) in Self.words where t.count >= w.count && t.suffix(w.count).elementsEqual(w) {
+        mutating func suffixMarker(_ t: Bytes) -> (Marker, Bytes, Bool)? {
+            for m in Self.markers {
+                let w = m.word
+                guard t.count >= w.count, t.suffix(w.count).elementsEqual(w) else { continue }
                 let before = t.dropLast(w.count)
                 guard let last = before.last else {
                     note(.separateNotification)
                     return (m, before, false)
                 }
                 if Self.isBreak(last) {
-                    note(before.suffix(2).elementsEqual([Self.cr, Self.lf]) || last == Self.cr ? .suffixCRLF : .suffixNewline)
+                    note(Self.endsWithCRLF(before) || last == Self.cr ? .suffixCRLF : .suffixNewline)
                     return (m, before, false)
                 }
                 if Self.isSeparator(last) {
@@ -328,10 +380,15 @@ extension SensorScan {
         /// Rule 4b: the notification ends with the start of a marker, placed where a marker may
         /// stand: the fragment, the data before it, the bytes to restore if it is data after
         /// all, and whether a completed marker ends the line before it.
-        func partialMarker(_ t: ArraySlice<UInt8>) -> (ArraySlice<UInt8>, ArraySlice<UInt8>, [UInt8], Bool)? {
+        func partialMarker(_ t: Bytes) -> (Bytes, Bytes, [UInt8], Bool)? {
+            // Every fragment (M, MO, MOR, E, EN) ends in one of these letters: most notifications
+            // end in none of them.
+            guard let end = t.last, end == 0x4D || end == 0x4F || end == 0x52 || end == 0x45 || end == 0x4E else { return nil }
             for k in stride(from: 3, through: 1, by: -1) where t.count >= k {
                 let fragment = t.suffix(k)
-                guard Self.words.contains(where: { w, _ in w.count > k && w.starts(with: fragment) }) else { continue }
+                var begins = false
+                for m in Self.markers where m.word.count > k && m.word.starts(with: fragment) { begins = true }
+                guard begins else { continue }
                 let before = t.dropLast(k)
                 guard let last = before.last else { return atLineStart ? (fragment, before, [], false) : nil }
                 if Self.isBreak(last) { return (fragment, before, [], false) }
@@ -346,34 +403,39 @@ extension SensorScan {
             return nil
         }
 
-        /// Rule 5: whole `MORE` / `END` lines inside the notification, taken out.
-        mutating func removeInlineMarkers(_ body: ArraySlice<UInt8>, sawEnd: inout Bool) -> ArraySlice<UInt8> {
-            guard body.contains(Self.lf) else { return body }
+        /// Rule 5: whole `MORE` / `END` lines inside the notification, taken out: the bytes that
+        /// are left, or nil when there were none to take.
+        mutating func removeInlineMarkers(_ body: Bytes, sawEnd: inout Bool) -> [UInt8]? {
+            guard body.contains(Self.lf) else { return nil }
             var out: [UInt8] = []
-            out.reserveCapacity(body.count)
             var lineStart = body.startIndex
             var first = true
             var removed = false
             while lineStart < body.endIndex {
                 guard let lf = body[lineStart...].firstIndex(of: Self.lf) else {
-                    out += body[lineStart...]
+                    if removed { out += body[lineStart...] }
                     break
                 }
                 let line = body[lineStart..<lf]
                 let whole = !first || atLineStart
-                if whole, let m = Self.words.first(where: { w, _ in Self.trimmed(line).elementsEqual(w) })?.1, !Self.trimmed(line).isEmpty {
-                    removed = true
+                if whole, let m = Self.onlyMarker(line) {
+                    if !removed {
+                        // The first marker line: what came before it is kept as it was.
+                        out.reserveCapacity(body.count)
+                        out += body[body.startIndex..<lineStart]
+                        removed = true
+                    }
                     if m == .end { sawEnd = true }
-                } else {
+                } else if removed {
                     out += body[lineStart...lf]
                 }
                 first = false
                 lineStart = lf + 1
             }
-            if removed { note(.inline) }
-            return removed ? out[...] : body
+            guard removed else { return nil }
+            note(.inline)
+            return out
         }
-
         /// The response as it stands: complete if END arrived, else truncated with what came.
         /// A truncated response's unfinished last line is dropped, not read as a network, unless
         /// it is a whole `SSID,RSSI` line.
@@ -407,6 +469,11 @@ extension SensorScan {
     /// contain commas), LF, CR LF or CR line ends, empty lines ignored. A `MORE` or `END` line
     /// here means the joiner left one in: reported.
     public static func parse(_ bytes: [UInt8]) -> ([Network], [ProtocolProblem]) {
+        // Read through a pointer: slices of it cost no reference counting (as in the joiner).
+        bytes.withUnsafeBufferPointer { parse(text: $0) }
+    }
+
+    private static func parse(text bytes: UnsafeBufferPointer<UInt8>) -> ([Network], [ProtocolProblem]) {
         var networks: [Network] = []
         var problems: [ProtocolProblem] = []
         // SSIDs seen: an FNV-1a hash of each → the first network with it. (The scan fuzz target
@@ -423,7 +490,7 @@ extension SensorScan {
             let end = bytes[start...].firstIndex(where: { $0 == 0x0A || $0 == 0x0D }) ?? bytes.endIndex
             next = end
             let line = bytes[start..<end]
-            if line.elementsEqual(Self.moreLine) || line.elementsEqual(Self.endLine) {
+            if line.elementsEqual(Joiner.Marker.more.word) || line.elementsEqual(Joiner.Marker.end.word) {
                 problems.append(.init("scan.misplaced-marker", "a \(String(decoding: line, as: UTF8.self)) line inside the data"))
                 continue
             }
@@ -431,12 +498,12 @@ extension SensorScan {
                 problems.append(.init("scan.malformed-line", "no comma in \"\(ProtocolText.decode(line).text)\""))
                 continue
             }
-            let ssid = Array(line[..<comma])
             guard let rssi = rssi(line[(comma + 1)...]) else {
                 let rssiText = String(decoding: line[(comma + 1)...], as: UTF8.self).trimmingSpaces
                 problems.append(.init("scan.bad-rssi", "RSSI \"\(rssiText)\" is not a dBm value"))
                 continue
             }
+            let ssid = Array(line[..<comma])
             if ssid.isEmpty { problems.append(.init("scan.empty-ssid", "a network with an empty SSID")) }
             if ssid.count > maxSSIDLength {
                 problems.append(.init("scan.ssid-too-long", "SSID of \(ssid.count) bytes; at most \(maxSSIDLength)"))
@@ -473,12 +540,10 @@ extension SensorScan {
         return (networks, problems)
     }
 
-    static let moreLine = Array("MORE".utf8), endLine = Array("END".utf8)
-
     /// The RSSI after a line's comma: what `Int(_:)` reads in that text with the spaces around
     /// it trimmed (an optional sign, ASCII digits), when it is a dBm value (-128...127); else nil.
-    static func rssi(_ field: ArraySlice<UInt8>) -> Int? {
-        var digits = field
+    static func rssi(_ field: some BidirectionalCollection<UInt8>) -> Int? {
+        var digits = field[...]
         while digits.first == 0x20 { digits = digits.dropFirst() }
         while digits.last == 0x20 { digits = digits.dropLast() }
         let negative = digits.first == UInt8(ascii: "-")
