@@ -262,7 +262,7 @@ extension SensorScan {
                 complete = true
                 return false
             }
-            bytes.append(contentsOf: body)
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: body))
             if let i = body.lastIndex(where: Self.isBreak) { openLineStart = bytes.count - (body.endIndex - i - 1) }
             return true
         }
@@ -413,7 +413,7 @@ extension SensorScan {
             var removed = false
             while lineStart < body.endIndex {
                 guard let lf = body[lineStart...].firstIndex(of: Self.lf) else {
-                    if removed { out += body[lineStart...] }
+                    if removed { out += UnsafeBufferPointer(rebasing: body[lineStart...]) }
                     break
                 }
                 let line = body[lineStart..<lf]
@@ -422,12 +422,12 @@ extension SensorScan {
                     if !removed {
                         // The first marker line: what came before it is kept as it was.
                         out.reserveCapacity(body.count)
-                        out += body[body.startIndex..<lineStart]
+                        out += UnsafeBufferPointer(rebasing: body[body.startIndex..<lineStart])
                         removed = true
                     }
                     if m == .end { sawEnd = true }
                 } else if removed {
-                    out += body[lineStart...lf]
+                    out += UnsafeBufferPointer(rebasing: body[lineStart...lf])
                 }
                 first = false
                 lineStart = lf + 1
@@ -440,19 +440,20 @@ extension SensorScan {
         /// A truncated response's unfinished last line is dropped, not read as a network, unless
         /// it is a whole `SSID,RSSI` line.
         public func response(truncatedBecause reason: String? = nil) -> Response {
-            var text = bytes
+            var end = bytes.endIndex
             var partial = false
             // A held marker fragment glued to a whole network line would have ended that line.
             // A last line without its line end is kept when it reads as a whole network (firmware
             // that sends one network per notification without LF), else dropped.
-            if !complete, !pendingEndsLine, let last = text.last, !Self.isBreak(last) {
-                let cut = text.lastIndex(where: Self.isBreak).map { $0 + 1 } ?? 0
-                if !Self.isNetworkLine(text[cut...]) {
-                    text.removeSubrange(cut...)
+            if !complete, !pendingEndsLine, let last = bytes.last, !Self.isBreak(last) {
+                let cut = bytes.lastIndex(where: Self.isBreak).map { $0 + 1 } ?? 0
+                if !Self.isNetworkLine(bytes[cut...]) {
+                    end = cut
                     partial = true
                 }
             }
-            var (networks, problems) = SensorScan.parse(text)
+            // The text up to `end`, parsed where it lies (not copied without its last line).
+            var (networks, problems) = bytes.withUnsafeBufferPointer { SensorScan.parse(text: UnsafeBufferPointer(rebasing: $0[..<end])) }
             if overflow {
                 problems.append(.init("scan.too-long", "more than \(SensorScan.maxResponseBytes) bytes without END; abandoned"))
             } else if !complete {
@@ -473,7 +474,7 @@ extension SensorScan {
         bytes.withUnsafeBufferPointer { parse(text: $0) }
     }
 
-    private static func parse(text bytes: UnsafeBufferPointer<UInt8>) -> ([Network], [ProtocolProblem]) {
+    static func parse(text bytes: UnsafeBufferPointer<UInt8>) -> ([Network], [ProtocolProblem]) {
         var networks: [Network] = []
         var problems: [ProtocolProblem] = []
         // SSIDs seen: an FNV-1a hash of each → the first network with it. (The scan fuzz target
@@ -483,6 +484,12 @@ extension SensorScan {
         // only once there are many (a hostile answer of thousands of lines).
         var hashes: [UInt64] = []
         var seen: [UInt64: Int] = [:]
+        // Room for every line at once, not by doubling (four reallocations of each list for a
+        // ten-network answer): the lines are counted first, which costs less.
+        var lines = 1
+        for b in bytes where b == 0x0A || b == 0x0D { lines += 1 }
+        networks.reserveCapacity(min(lines, 256))
+        hashes.reserveCapacity(min(lines, 64))
         // Lines found in place: `split` made an array of them per answer.
         var next = bytes.startIndex
         while next < bytes.endIndex {
@@ -495,7 +502,7 @@ extension SensorScan {
                 continue
             }
             guard let comma = line.lastIndex(of: UInt8(ascii: ",")) else {
-                problems.append(.init("scan.malformed-line", "no comma in \"\(ProtocolText.decode(line).text)\""))
+                problems.append(.init("scan.malformed-line", "no comma in \"\(String(decoding: line, as: UTF8.self))\""))
                 continue
             }
             guard let rssi = rssi(line[(comma + 1)...]) else {

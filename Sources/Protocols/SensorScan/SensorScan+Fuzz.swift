@@ -67,30 +67,37 @@ extension SensorScanProtocol: FuzzableProtocol {
     /// case or split across chunks, CR LF, commas and non-ASCII in SSIDs, RSSI out of range,
     /// more than 10 networks, empty notifications, a new SCAN in the middle.
     public static func mutateScan(_ data: inout [UInt8], _ r: inout FuzzRandom) {
+        // In place: byte 0 is the chunk size, the rest the text (the mutator runs between most
+        // executions, and building the input anew, with arrays of words, was a tenth of them).
         var chunk = data.first.map(Int.init) ?? 20
-        var text = Array(data.dropFirst())
-        if text.isEmpty { text = Array("HomeNet,-41\nCafe,-70\nEND".utf8) }
+        if data.count <= 1 { data = [0] + Self.defaultText }
         switch r.below(10) {
-        case 0: chunk = 1 + r.below(text.count + 1)  // every split position
-        case 1: text = removingLast(text, "END")
-        case 2: text += Array((r.pick(["END", "MORE", "\nEND", "END\nEND"]) ?? "END").utf8)
-        case 3: text.insert(contentsOf: Array((r.pick(["END\n", "MORE\n", "end", "More"]) ?? "END").utf8), at: r.below(text.count + 1))
-        case 4: text = text.flatMap { $0 == 0x0A ? [0x0D, 0x0A] : [$0] }
-        case 5: text = Array((r.pick(["a,b,c,-40\n", "Caf\u{e9},-60\n", "\u{202e}evil,-1\n", ",-50\n", "x,\n"]) ?? "").utf8) + text
-        case 6: text = Array((r.pick(["N,-200\n", "N,40\n", "N,-2147483649\n", "N,99999999999999999999\n", "N,-\n"]) ?? "").utf8) + text
-        case 7: text = (0..<(11 + r.below(30))).flatMap { Array("net\($0),-\(40 + $0)\n".utf8) } + Array("END".utf8)
-        case 8: text.insert(contentsOf: Array("SCAN".utf8), at: r.below(text.count + 1))
+        case 0: chunk = 1 + r.below(data.count)  // every split position
+        case 1: removeLast(Self.end, from: &data)
+        case 2: data += r.pick(Self.endings) ?? Self.end
+        case 3: data.insert(contentsOf: r.pick(Self.insertions) ?? Self.end, at: 1 + r.below(data.count))
+        case 4: data = data.prefix(1) + data.dropFirst().flatMap { $0 == 0x0A ? [0x0D, 0x0A] : [$0] }
+        case 5: data.insert(contentsOf: r.pick(Self.oddNetworks) ?? [], at: 1)
+        case 6: data.insert(contentsOf: r.pick(Self.oddRSSIs) ?? [], at: 1)
+        case 7: data = [0] + (0..<(11 + r.below(30))).flatMap { Array("net\($0),-\(40 + $0)\n".utf8) } + Self.end
+        case 8: data.insert(contentsOf: Self.scanWord, at: 1 + r.below(data.count))
         default: chunk = r.pick([0, 1, 2, 3, 4, 20, 182, 244, 255]) ?? 20
         }
-        data = [UInt8(clamping: chunk)] + text.prefix(2047)
+        data[0] = UInt8(clamping: chunk)
+        if data.count > 2048 { data.removeLast(data.count - 2048) }
     }
 
-    /// `text` without the last occurrence of `what`.
-    static func removingLast(_ text: [UInt8], _ what: String) -> [UInt8] {
-        let w = Array(what.utf8)
-        guard text.count >= w.count,
-              let i = (0...(text.count - w.count)).reversed().first(where: { text[$0..<($0 + w.count)].elementsEqual(w) }) else { return text }
-        return Array(text[..<i]) + text[(i + w.count)...]
+    static let defaultText = Array("HomeNet,-41\nCafe,-70\nEND".utf8), end = Array("END".utf8), scanWord = Array("SCAN".utf8)
+    static let endings = ["END", "MORE", "\nEND", "END\nEND"].map { Array($0.utf8) }
+    static let insertions = ["END\n", "MORE\n", "end", "More"].map { Array($0.utf8) }
+    static let oddNetworks = ["a,b,c,-40\n", "Caf\u{e9},-60\n", "\u{202e}evil,-1\n", ",-50\n", "x,\n"].map { Array($0.utf8) }
+    static let oddRSSIs = ["N,-200\n", "N,40\n", "N,-2147483649\n", "N,99999999999999999999\n", "N,-\n"].map { Array($0.utf8) }
+
+    /// Removes the last occurrence of `what` in the text (after byte 0).
+    static func removeLast(_ what: [UInt8], from data: inout [UInt8]) {
+        guard data.count - 1 >= what.count,
+              let i = (1...(data.count - what.count)).reversed().first(where: { data[$0..<($0 + what.count)].elementsEqual(what) }) else { return }
+        data.removeSubrange(i..<(i + what.count))
     }
 
     /// The emulated sensor's SCAN handling: the input's first two bytes are the MTU it is scanned
