@@ -55,9 +55,27 @@ public struct LinkLayerInfo: Sendable, Hashable {
     /// The PHY the sniffer received on, as HCI numbers them (1 LE 1M, 2 LE 2M, 3 LE Coded), when it says.
     public var phy: UInt8?
     /// Set when the sniffer's own header is inconsistent: the packet is not decoded.
-    public var problem: String?
+    public var problem: String? { headerProblem?.description }
+    /// The same, kept as numbers rather than text: a record is then plain data, copied through
+    /// every layer without a reference to count (a String here made each copy a retain).
+    public var headerProblem: SnifferHeaderProblem?
     public init() {}
-    public init(problem: String) { self.problem = problem }
+    public init(headerProblem: SnifferHeaderProblem) { self.headerProblem = headerProblem }
+}
+
+/// Why a sniffer's per-packet header cannot be trusted (`LinkLayerInfo.headerProblem`).
+public enum SnifferHeaderProblem: Sendable, Hashable, CustomStringConvertible {
+    /// The record is shorter than the nRF Sniffer header.
+    case nordicRecordShorterThanHeader(recordLength: Int)
+    /// The nRF Sniffer header's lengths disagree with the record's.
+    case nordicLengthMismatch(headerSays: Int, recordLength: Int)
+
+    public var description: String {
+        switch self {
+        case .nordicRecordShorterThanHeader(let n): "nRF Sniffer record of \(n) bytes is shorter than its 17-byte header"
+        case .nordicLengthMismatch(let says, let n): "nRF Sniffer header says \(says) bytes, the record has \(n)"
+        }
+    }
 }
 
 /// One record of a capture, its payload borrowed from the reader.

@@ -15,7 +15,7 @@ enum SnifferHeaders {
     static func decodeNordicBLE(_ record: inout CaptureRecord) {
         let d = record.data
         guard d.count >= 17 else {
-            record.linkLayer = LinkLayerInfo(problem: "nRF Sniffer record of \(d.count) bytes is shorter than its 17-byte header")
+            record.linkLayer = LinkLayerInfo(headerProblem: .nordicRecordShorterThanHeader(recordLength: d.count))
             record.kind = .linkLayer
             return
         }
@@ -37,7 +37,7 @@ enum SnifferHeaders {
         var info = LinkLayerInfo()
         record.kind = .linkLayer
         if headerLength + payloadLength != d.count && !record.isCut {
-            info.problem = "nRF Sniffer header says \(headerLength + payloadLength) bytes, the record has \(d.count)"
+            info.headerProblem = .nordicLengthMismatch(headerSays: headerLength + payloadLength, recordLength: d.count)
             record.linkLayer = info
             return
         }

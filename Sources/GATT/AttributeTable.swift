@@ -38,7 +38,7 @@ public struct AttributeTable: Sendable, Hashable {
         var characteristics: [UInt16: Characteristic] = [:]
         var descriptors: [UInt16: BluetoothUUID] = [:]
         var userDescriptions: [UInt16: String] = [:]
-        var byHandle: [UInt16: HandleInfo] = [:]
+        var byHandle = HandleMap()
         var valueHandles: [UInt16] = []
         var valueHandleToDeclaration: [UInt16: UInt16] = [:]
         var serviceStarts: [UInt16] = []
@@ -75,7 +75,7 @@ public struct AttributeTable: Sendable, Hashable {
     }
     /// The lookup used on every PDU. Descriptors' owners are not stored here but found when
     /// asked, so entries may arrive in any order without recomputation.
-    private var byHandle: [UInt16: HandleInfo] {
+    private var byHandle: HandleMap {
         get { storage.c.byHandle }
         _modify { yield &unique().c.byHandle }
     }
@@ -255,5 +255,47 @@ extension BluetoothUUID: Codable {
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.singleValueContainer()
         try c.encode(description)
+    }
+}
+
+/// Attribute handles to what is known of them, in handle order. The lookup runs for every PDU
+/// decoded; a binary search over a device's few dozen handles costs less than hashing the
+/// handle (a Dictionary hashes with SipHash), and discovery adds handles mostly in order.
+struct HandleMap: Hashable {
+    private var handles: [UInt16] = []
+    private var infos: [HandleInfo] = []
+
+    var count: Int { handles.count }
+
+    subscript(handle: UInt16) -> HandleInfo? {
+        @inline(__always) get {
+            let i = position(of: handle)
+            return i < handles.count && handles[i] == handle ? infos[i] : nil
+        }
+        set {
+            let i = position(of: handle)
+            let present = i < handles.count && handles[i] == handle
+            switch (present, newValue) {
+            case (true, let info?): infos[i] = info
+            case (true, nil):
+                handles.remove(at: i)
+                infos.remove(at: i)
+            case (false, let info?):
+                handles.insert(handle, at: i)
+                infos.insert(info, at: i)
+            case (false, nil): break
+            }
+        }
+    }
+
+    /// The first index whose handle is not below `handle`.
+    @inline(__always)
+    private func position(of handle: UInt16) -> Int {
+        var lo = 0, hi = handles.count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if handles[mid] < handle { lo = mid + 1 } else { hi = mid }
+        }
+        return lo
     }
 }

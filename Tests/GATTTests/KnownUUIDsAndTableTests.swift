@@ -83,6 +83,42 @@ final class KnownUUIDsTests: XCTestCase {
 }
 
 final class AttributeTableTests: XCTestCase {
+    /// The handle lookup keeps handles sorted for its binary search: a table discovered in any
+    /// order answers the same and equals one discovered in order.
+    func testHandlesArrivingInAnyOrderAreFound() {
+        let uuids = (0..<40).map { BluetoothUUID(uuid16: UInt16(0x3000 + $0)) }
+        var ascending = AttributeTable(), descending = AttributeTable(), shuffled = AttributeTable()
+        let order = Array(0..<40)
+        var rng = SystemRandomNumberGenerator()
+        for (table, indices) in [(0, order), (1, Array(order.reversed())), (2, order.shuffled(using: &rng))] {
+            for i in indices {
+                let handle = UInt16(3 * i + 2)
+                switch table {
+                case 0: ascending.addValueHandle(handle, uuid: uuids[i])
+                case 1: descending.addValueHandle(handle, uuid: uuids[i])
+                default: shuffled.addValueHandle(handle, uuid: uuids[i])
+                }
+            }
+        }
+        XCTAssertEqual(ascending, descending)
+        XCTAssertEqual(ascending, shuffled)
+        for i in 0..<40 {
+            for t in [ascending, descending, shuffled] {
+                XCTAssertEqual(t.info(for: UInt16(3 * i + 2))?.uuid, uuids[i])
+                XCTAssertNil(t.info(for: UInt16(3 * i + 1)))
+                XCTAssertNil(t.info(for: UInt16(3 * i + 3)))
+            }
+        }
+        XCTAssertNil(ascending.info(for: 0))
+        XCTAssertNil(ascending.info(for: 0xFFFF))
+        // A later procedure replaces what was known of a handle, in place.
+        ascending.addFoundInformation(handle: 2, uuid: BluetoothUUID(uuid16: 0x2902))
+        XCTAssertEqual(ascending.info(for: 2)?.role, .value, "Find Information does not demote a value handle")
+        ascending.addCharacteristic(declaration: 1, properties: 0x10, valueHandle: 2, uuid: uuids[5])
+        XCTAssertEqual(ascending.info(for: 2)?.uuid, uuids[5])
+        XCTAssertEqual(ascending.info(for: 1)?.role, .declaration)
+    }
+
     func testPropertyNames() {
         XCTAssertEqual(AttributeTable.propertyNames(0x12), ["read", "notify"])
         XCTAssertEqual(AttributeTable.propertyNames(0x0C), ["write-without-response", "write"])
