@@ -108,7 +108,7 @@ extension SensorScan {
             var c = chunk
 
             // 1. A notification that is only a marker.
-            if let m = Self.onlyMarker(c) {
+            if Self.mayHoldMarker(c), let m = Self.onlyMarker(c) {
                 if !pending.isEmpty {
                     let held = takePending()
                     guard held.withUnsafeBufferPointer({ append($0[...]) }) else { return true }
@@ -162,6 +162,12 @@ extension SensorScan {
 
         /// Rules 3 to 5 and the data.
         private mutating func addRest(_ chunk: Bytes, sawEnd sawEndBefore: Bool) -> Bool {
+            // Every marker and every fragment of one holds an M or an E: a notification with
+            // neither is data, whatever the rules below would look for.
+            guard Self.mayHoldMarker(chunk) else {
+                guard append(chunk) else { return true }
+                return finish(endsLine: false, sawEnd: sawEndBefore)
+            }
             var c = chunk
             var sawEnd = sawEndBefore
             // 3. A marker at the start of the notification.
@@ -193,6 +199,11 @@ extension SensorScan {
             } else {
                 guard append(body) else { return true }
             }
+            return finish(endsLine: endsLine, sawEnd: sawEnd)
+        }
+
+        /// After a notification's data: its line end, if a marker carried it, and END.
+        private mutating func finish(endsLine: Bool, sawEnd: Bool) -> Bool {
             if endsLine { endLine() }
             if sawEnd {
                 pending = []
@@ -202,13 +213,18 @@ extension SensorScan {
             return complete
         }
 
+        static func mayHoldMarker(_ c: Bytes) -> Bool {
+            for b in c where b == 0x4D || b == 0x45 { return true }
+            return false
+        }
+
         /// The placement, named: one style, `mixed` when the firmware used several, `none` when
         /// no marker arrived. A lone END notification closing chunks marked another way is that
         /// style's last (empty) chunk, not a second style.
-        public var markerStyle: String {
-            let distinct = effectiveStyles
-            if distinct.isEmpty { return "none" }
-            return distinct.count == 1 ? distinct[0].rawValue : "mixed"
+        public var markerStyle: String { Self.name(of: effectiveStyles) }
+
+        static func name(of styles: [MarkerStyle]) -> String {
+            styles.isEmpty ? "none" : styles.count == 1 ? styles[0].rawValue : "mixed"
         }
 
         /// The styles behind `markerStyle` (several when it is `mixed`).
@@ -262,6 +278,8 @@ extension SensorScan {
                 complete = true
                 return false
             }
+            // A scan answer is a few hundred bytes: room for them at once, not by doubling.
+            if bytes.capacity == 0 { bytes.reserveCapacity(max(256, body.count)) }
             bytes.append(contentsOf: UnsafeBufferPointer(rebasing: body))
             if let i = body.lastIndex(where: Self.isBreak) { openLineStart = bytes.count - (body.endIndex - i - 1) }
             return true
@@ -461,8 +479,10 @@ extension SensorScan {
                 problems.append(.init("scan.truncated", "END never came\(reason.map { " (\($0))" } ?? ""); \(n) network\(n == 1 ? "" : "s") arrived"
                                       + (partial ? ", and an unfinished line was dropped" : "")))
             }
+            let styles = effectiveStyles
             return Response(networks: networks, complete: complete && !overflow, problems: problems, chunks: chunks,
-                            markerStyle: markerStyle, markerStyles: effectiveStyles.map(\.rawValue))
+                            markerStyle: Self.name(of: styles),
+                            markerStyles: styles.map(\.rawValue))
         }
     }
 
@@ -487,7 +507,7 @@ extension SensorScan {
         // Room for every line at once, not by doubling (four reallocations of each list for a
         // ten-network answer): the lines are counted first, which costs less.
         var lines = 1
-        for b in bytes where b == 0x0A || b == 0x0D { lines += 1 }
+        for b in bytes { lines &+= b == 0x0A || b == 0x0D ? 1 : 0 }
         networks.reserveCapacity(min(lines, 256))
         hashes.reserveCapacity(min(lines, 64))
         // Lines found in place: `split` made an array of them per answer.
