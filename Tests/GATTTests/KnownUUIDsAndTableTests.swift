@@ -1,4 +1,5 @@
 import ATT
+import Capture
 import XCTest
 
 @testable import GATT
@@ -87,19 +88,14 @@ final class AttributeTableTests: XCTestCase {
     /// order answers the same and equals one discovered in order.
     func testHandlesArrivingInAnyOrderAreFound() {
         let uuids = (0..<40).map { BluetoothUUID(uuid16: UInt16(0x3000 + $0)) }
-        var ascending = AttributeTable(), descending = AttributeTable(), shuffled = AttributeTable()
-        let order = Array(0..<40)
-        var rng = SystemRandomNumberGenerator()
-        for (table, indices) in [(0, order), (1, Array(order.reversed())), (2, order.shuffled(using: &rng))] {
-            for i in indices {
-                let handle = UInt16(3 * i + 2)
-                switch table {
-                case 0: ascending.addValueHandle(handle, uuid: uuids[i])
-                case 1: descending.addValueHandle(handle, uuid: uuids[i])
-                default: shuffled.addValueHandle(handle, uuid: uuids[i])
-                }
-            }
+        func table(_ order: [Int]) -> AttributeTable {
+            var t = AttributeTable()
+            for i in order { t.addValueHandle(UInt16(3 * i + 2), uuid: uuids[i]) }
+            return t
         }
+        var rng = SplitMix64(seed: 20)
+        var ascending = table(Array(0..<40))
+        let descending = table((0..<40).reversed()), shuffled = table((0..<40).shuffled(using: &rng))
         XCTAssertEqual(ascending, descending)
         XCTAssertEqual(ascending, shuffled)
         for i in 0..<40 {

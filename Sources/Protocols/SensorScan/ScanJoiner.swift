@@ -106,9 +106,10 @@ extension SensorScan {
             guard !complete else { return true }
             chunks += 1
             var c = chunk
+            let holdsMarker = Self.mayHoldMarker(c)
 
             // 1. A notification that is only a marker.
-            if Self.mayHoldMarker(c), let m = Self.onlyMarker(c) {
+            if holdsMarker, let m = Self.onlyMarker(c) {
                 if !pending.isEmpty {
                     let held = takePending()
                     guard held.withUnsafeBufferPointer({ append($0[...]) }) else { return true }
@@ -152,19 +153,19 @@ extension SensorScan {
                     note(.splitAcrossChunks)
                     if m == .end { sawEnd = true }
                 } else {
-                    // The held fragment was data: it and this notification are read as one.
+                    // The held fragment was data: it and this notification are read as one (the
+                    // fragment holds an M or an E).
                     let joined = takePending() + c
-                    return joined.withUnsafeBufferPointer { addRest($0[...], sawEnd: false) }
+                    return joined.withUnsafeBufferPointer { addRest($0[...], sawEnd: false, mayHoldMarker: true) }
                 }
             }
-            return addRest(c, sawEnd: sawEnd)
+            return addRest(c, sawEnd: sawEnd, mayHoldMarker: holdsMarker)
         }
 
-        /// Rules 3 to 5 and the data.
-        private mutating func addRest(_ chunk: Bytes, sawEnd sawEndBefore: Bool) -> Bool {
-            // Every marker and every fragment of one holds an M or an E: a notification with
-            // neither is data, whatever the rules below would look for.
-            guard Self.mayHoldMarker(chunk) else {
+        /// Rules 3 to 5 and the data. `mayHoldMarker` false: the bytes are data, whatever the
+        /// rules would look for (`mayHoldMarker(_:)`).
+        private mutating func addRest(_ chunk: Bytes, sawEnd sawEndBefore: Bool, mayHoldMarker: Bool) -> Bool {
+            guard mayHoldMarker else {
                 guard append(chunk) else { return true }
                 return finish(endsLine: false, sawEnd: sawEndBefore)
             }
@@ -213,6 +214,8 @@ extension SensorScan {
             return complete
         }
 
+        /// Every marker and every fragment of one holds an M or an E: bytes with neither hold
+        /// none, and most data notifications skip the marker rules.
         static func mayHoldMarker(_ c: Bytes) -> Bool {
             for b in c where b == 0x4D || b == 0x45 { return true }
             return false
@@ -404,9 +407,7 @@ extension SensorScan {
             guard let end = t.last, end == 0x4D || end == 0x4F || end == 0x52 || end == 0x45 || end == 0x4E else { return nil }
             for k in stride(from: 3, through: 1, by: -1) where t.count >= k {
                 let fragment = t.suffix(k)
-                var begins = false
-                for m in Self.markers where m.word.count > k && m.word.starts(with: fragment) { begins = true }
-                guard begins else { continue }
+                guard Self.markers.contains(where: { $0.word.count > k && $0.word.starts(with: fragment) }) else { continue }
                 let before = t.dropLast(k)
                 guard let last = before.last else { return atLineStart ? (fragment, before, [], false) : nil }
                 if Self.isBreak(last) { return (fragment, before, [], false) }
@@ -454,6 +455,7 @@ extension SensorScan {
             note(.inline)
             return out
         }
+
         /// The response as it stands: complete if END arrived, else truncated with what came.
         /// A truncated response's unfinished last line is dropped, not read as a network, unless
         /// it is a whole `SSID,RSSI` line.

@@ -73,13 +73,13 @@ extension SensorScanProtocol: FuzzableProtocol {
         if data.count <= 1 { data = [0] + Self.defaultText }
         switch r.below(10) {
         case 0: chunk = 1 + r.below(data.count)  // every split position
-        case 1: removeLast(Self.end, from: &data)
-        case 2: data += r.pick(Self.endings) ?? Self.end
-        case 3: data.insert(contentsOf: r.pick(Self.insertions) ?? Self.end, at: 1 + r.below(data.count))
+        case 1: removeLast(Self.endWord, from: &data)
+        case 2: data += r.pick(Self.endings) ?? Self.endWord
+        case 3: data.insert(contentsOf: r.pick(Self.insertions) ?? Self.endWord, at: 1 + r.below(data.count))
         case 4: data = data.prefix(1) + data.dropFirst().flatMap { $0 == 0x0A ? [0x0D, 0x0A] : [$0] }
         case 5: data.insert(contentsOf: r.pick(Self.oddNetworks) ?? [], at: 1)
         case 6: data.insert(contentsOf: r.pick(Self.oddRSSIs) ?? [], at: 1)
-        case 7: data = [0] + (0..<(11 + r.below(30))).flatMap { Array("net\($0),-\(40 + $0)\n".utf8) } + Self.end
+        case 7: data = [0] + (0..<(11 + r.below(30))).flatMap { Array("net\($0),-\(40 + $0)\n".utf8) } + Self.endWord
         case 8: data.insert(contentsOf: Self.scanWord, at: 1 + r.below(data.count))
         default: chunk = r.pick([0, 1, 2, 3, 4, 20, 182, 244, 255]) ?? 20
         }
@@ -87,7 +87,7 @@ extension SensorScanProtocol: FuzzableProtocol {
         if data.count > 2048 { data.removeLast(data.count - 2048) }
     }
 
-    static let defaultText = Array("HomeNet,-41\nCafe,-70\nEND".utf8), end = Array("END".utf8), scanWord = Array("SCAN".utf8)
+    static let defaultText = Array("HomeNet,-41\nCafe,-70\nEND".utf8), endWord = Array("END".utf8), scanWord = Array("SCAN".utf8)
     static let endings = ["END", "MORE", "\nEND", "END\nEND"].map { Array($0.utf8) }
     static let insertions = ["END\n", "MORE\n", "end", "More"].map { Array($0.utf8) }
     static let oddNetworks = ["a,b,c,-40\n", "Caf\u{e9},-60\n", "\u{202e}evil,-1\n", ",-50\n", "x,\n"].map { Array($0.utf8) }
