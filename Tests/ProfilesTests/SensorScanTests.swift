@@ -274,4 +274,35 @@ final class SensorScanTests: XCTestCase {
             XCTAssertEqual(ProtocolText.isValidUTF8(f), Array(String(decoding: f, as: UTF8.self).utf8) == f, "\(f)")
         }
     }
+
+    /// A problem's quoted line, made in one allocation, is the text interpolation makes:
+    /// invalid UTF-8 repaired the same way, whatever bytes the line ends or begins with.
+    func testQuotedLinesAgreeWithInterpolation() {
+        var r = SplitMix(seed: 11)
+        let alphabet = Array("ab, -1\u{e9}".utf8) + [0xFF, 0xC0, 0xC2, 0xED, 0xA0, 0xF0, 0xF4, 0x90, 0x80, 0xBF, 0xE2, 0x82, 0x22]
+        var lines = [[], Array("MORE".utf8), [0xE2, 0x82], [0x82], [0xF0, 0x9F, 0x98]] as [[UInt8]]
+        for _ in 0..<20_000 { lines.append((0..<Int(r.next() % 12)).map { _ in alphabet[Int(r.next() % UInt64(alphabet.count))] }) }
+        for line in lines {
+            line.withUnsafeBufferPointer { p in
+                XCTAssertEqual(SensorScan.quoting(p[...], after: "no comma in \"", before: "\""),
+                               "no comma in \"\(String(decoding: line, as: UTF8.self))\"", "\(line)")
+                XCTAssertEqual(SensorScan.quoting(p[...], after: "a ", before: " line inside the data"),
+                               "a \(String(decoding: line, as: UTF8.self)) line inside the data", "\(line)")
+            }
+        }
+    }
+
+    /// The scan mutator's CR LF and many-networks edits, built byte by byte, give what the plain
+    /// expressions give (a two-byte array per byte; a string per network).
+    func testScanMutatorEditsMatchTheirPlainForm() {
+        var r = SplitMix(seed: 5)
+        for n in 0..<300 {
+            let data = [UInt8(n % 256)] + (0..<(1 + n % 40)).map { _ in [0x0A, 0x0D, 0x41, 0x2C][Int(r.next() % 4)] }
+            XCTAssertEqual(SensorScanProtocol.crlfLines(data), data.prefix(1) + data.dropFirst().flatMap { $0 == 0x0A ? [0x0D, 0x0A] : [$0] })
+        }
+        for count in 0..<60 {
+            XCTAssertEqual(SensorScanProtocol.manyNetworks(count),
+                           [0] + (0..<count).flatMap { Array("net\($0),-\(40 + $0)\n".utf8) } + Array("END".utf8))
+        }
+    }
 }

@@ -509,7 +509,8 @@ extension SensorScan {
         // Room for every line at once, not by doubling (four reallocations of each list for a
         // ten-network answer): the lines are counted first, which costs less.
         var lines = 1
-        for b in bytes { lines &+= b == 0x0A || b == 0x0D ? 1 : 0 }
+        // Both tests, not `||`: without the branch the loop runs over many bytes at a time.
+        for b in bytes { lines &+= (b == 0x0A ? 1 : 0) &+ (b == 0x0D ? 1 : 0) }
         networks.reserveCapacity(min(lines, 256))
         hashes.reserveCapacity(min(lines, 64))
         // Lines found in place: `split` made an array of them per answer.
@@ -520,11 +521,11 @@ extension SensorScan {
             next = end
             let line = bytes[start..<end]
             if line.elementsEqual(Joiner.Marker.more.word) || line.elementsEqual(Joiner.Marker.end.word) {
-                problems.append(.init("scan.misplaced-marker", "a \(String(decoding: line, as: UTF8.self)) line inside the data"))
+                problems.append(.init("scan.misplaced-marker", quoting(line, after: "a ", before: " line inside the data")))
                 continue
             }
             guard let comma = line.lastIndex(of: UInt8(ascii: ",")) else {
-                problems.append(.init("scan.malformed-line", "no comma in \"\(String(decoding: line, as: UTF8.self))\""))
+                problems.append(.init("scan.malformed-line", quoting(line, after: "no comma in \"", before: "\"")))
                 continue
             }
             guard let rssi = rssi(line[(comma + 1)...]) else {
@@ -567,6 +568,26 @@ extension SensorScan {
             problems.append(.init("scan.too-many", "\(networks.count) networks; the firmware means to send at most \(intendedMaximumNetworks)"))
         }
         return (networks, problems)
+    }
+
+    /// `prefix`, the line's text and `suffix` in one string, made in one allocation: what
+    /// `"\(prefix)\(String(decoding: line, as: UTF8.self))\(suffix)"` makes (invalid UTF-8 in the
+    /// line repaired the same way; the two ends are ASCII, so no sequence spans them) with two.
+    /// A fuzzed answer is mostly lines without a comma, each quoted in its problem.
+    static func quoting(_ line: Slice<UnsafeBufferPointer<UInt8>>, after prefix: StaticString, before suffix: StaticString) -> String {
+        let count = prefix.utf8CodeUnitCount + line.count + suffix.utf8CodeUnitCount
+        return String(unsafeUninitializedCapacity: count) { out in
+            var at = 0
+            func copy(_ part: UnsafeBufferPointer<UInt8>) {
+                guard let base = part.baseAddress, !part.isEmpty else { return }
+                (out.baseAddress! + at).initialize(from: base, count: part.count)
+                at += part.count
+            }
+            copy(UnsafeBufferPointer(start: prefix.utf8Start, count: prefix.utf8CodeUnitCount))
+            copy(UnsafeBufferPointer(rebasing: line))
+            copy(UnsafeBufferPointer(start: suffix.utf8Start, count: suffix.utf8CodeUnitCount))
+            return at
+        }
     }
 
     /// The RSSI after a line's comma: what `Int(_:)` reads in that text with the spaces around
