@@ -76,7 +76,11 @@ let package = Package(
         // Fuzzing: mutators (generic and per protocol), in-process targets, the engine, corpora, findings.
         .target(name: "Fuzz", dependencies: ["Emulator", "Replay", "Analysis", "Profiles", "Transport", "GATT", "ATT", "HCI", "Capture"], swiftSettings: strict),
         // Timelines and diagnoses over the decoded events.
-        .target(name: "Analysis", dependencies: ["Profiles", "GATT", "ATT", "HCI", "Capture"], swiftSettings: strict + fuzzCoverage),
+        // (Crypto: the audit's temporary file is encrypted, SpillList.)
+        .target(
+            name: "Analysis",
+            dependencies: ["Profiles", "GATT", "ATT", "HCI", "Capture", .product(name: "Crypto", package: "swift-crypto"), .product(name: "_CryptoExtras", package: "swift-crypto")],
+            swiftSettings: strict + fuzzCoverage),
         // Capture redaction: secrets overwritten in place, addresses and names replaced, the result proven.
         .target(
             name: "Redact",

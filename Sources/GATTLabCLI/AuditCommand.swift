@@ -103,11 +103,15 @@ struct AuditCommand: ParsableCommand {
         for r in results { if let e = r.error { status = status.worst(report(e, decoded: r.report.records)) } }
         let reports = results.filter { $0.error == nil || $0.report.records > 0 }.map(\.report)
         let renderOptions = RenderOptions(reveal: options.revealSecrets, absoluteTime: absoluteTime, pretty: pretty)
-        if !reports.isEmpty, format == .json, output == nil || output == "-" {
-            // Streamed: the audit of a day of captures makes megabytes of JSON.
+        if !reports.isEmpty, format != .sarif, output == nil || output == "-" {
+            // Streamed: the audit of a day of captures makes megabytes of text or JSON.
             let out = BufferedOutput()
-            AuditJSON.write(reports, options: renderOptions, to: out)
-            out.line("")
+            if format == .json {
+                AuditJSON.write(reports, options: renderOptions, to: out)
+                out.line("")
+            } else {
+                AuditText.write(reports, options: renderOptions, colors: Style.forStdout(disabled: options.noColor).enabled && output == nil, to: out)
+            }
             out.flush()
         } else if !reports.isEmpty {
             let text: String

@@ -5,58 +5,78 @@ import Capture
 /// was protected, the inventory of secret values the file holds, and one summary line.
 public enum AuditText {
     public static func render(_ r: AuditReport, options: RenderOptions = .init(), colors: Bool = false) -> String {
-        let c = TimelineText.Colors(enabled: colors)
-        var out = c.bold(AuditFormat.safe(r.source)) + "  " + c.dim("\(AuditFormat.safe(r.format)), \(r.records) records") + "\n"
+        var text = ""
+        write(r, options: options, colors: colors) { text += $0 }
+        return text
+    }
 
-        out += "\n" + c.bold("Findings") + "\n"
+    /// The report in pieces, as they are made: a long capture's audit is written as it is read
+    /// back (its lists may lie in a temporary file), not built whole as one string first.
+    static func write(_ r: AuditReport, options: RenderOptions, colors: Bool, _ out: (String) -> Void) {
+        let c = TimelineText.Colors(enabled: colors)
+        out(c.bold(AuditFormat.safe(r.source)) + "  " + c.dim("\(AuditFormat.safe(r.format)), \(r.records) records") + "\n")
+
+        out("\n" + c.bold("Findings") + "\n")
         let findings = AuditFormat.sorted(r.findings)
-        if findings.isEmpty { out += "  none\n" }
+        if r.findings.isEmpty { out("  none\n") }
         for f in findings {
-            out += "  " + severity(f.severity, c) + " " + c.bold(AuditFormat.safe(f.id)) + "  " + AuditFormat.safe(f.title) + "\n"
+            out("  " + severity(f.severity, c) + " " + c.bold(AuditFormat.safe(f.id)) + "  " + AuditFormat.safe(f.title) + "\n")
             var place: [String] = []
             if let conn = f.connection { place.append("connection " + AuditFormat.safe(conn)) }
             if !f.records.isEmpty { place.append(AuditFormat.records(f.records)) }
             if options.absoluteTime, let t = f.time { place.append("at " + TimeFormat.iso8601(t)) }
-            if !place.isEmpty { out += "      " + c.dim(place.joined(separator: ", ")) + "\n" }
-            out += "      " + AuditFormat.safe(f.evidence) + "\n"
-            if !f.fix.isEmpty { out += "      " + c.dim("fix: ") + AuditFormat.safe(f.fix) + "\n" }
+            if !place.isEmpty { out("      " + c.dim(place.joined(separator: ", ")) + "\n") }
+            out("      " + AuditFormat.safe(f.evidence) + "\n")
+            if !f.fix.isEmpty { out("      " + c.dim("fix: ") + AuditFormat.safe(f.fix) + "\n") }
         }
 
-        out += "\n" + c.bold("Links") + "\n"
-        if r.links.isEmpty { out += "  none: the capture has no connections\n" }
-        for l in r.links { out += "  " + link(l, c) + "\n" }
+        out("\n" + c.bold("Links") + "\n")
+        if r.links.isEmpty { out("  none: the capture has no connections\n") }
+        for l in r.links { out("  " + link(l, c) + "\n") }
 
-        out += "\n" + c.bold("Secrets in this capture") + "\n"
-        if r.secrets.isEmpty { out += "  none found\n" }
+        out("\n" + c.bold("Secrets in this capture") + "\n")
+        if r.secrets.isEmpty { out("  none found\n") }
         for s in r.secrets {
             let value = AuditFormat.value(s.secret, reveal: options.reveal)
             var head = "  " + c.bold(s.kind.title)
             if s.secret.label != s.kind.title, !s.secret.label.isEmpty { head += " (" + AuditFormat.safe(s.secret.label) + ")" }
             head += ": " + (value.encoding == "text" ? "\"" + value.text + "\"" : value.text)
             if s.alreadyRedacted { head += "  " + c.green("[already redacted]") }
-            out += head + "\n"
+            out(head + "\n")
             var place: [String] = [AuditFormat.safe(s.context), AuditFormat.records(s.records)]
             if let conn = s.connection { place.append(AuditFormat.safe(conn)) }
             if options.absoluteTime { place.append("at " + TimeFormat.iso8601(s.time)) }
-            out += "      " + c.dim(place.joined(separator: ", ")) + "\n"
+            out("      " + c.dim(place.joined(separator: ", ")) + "\n")
             var exposure = air(s, c)
             if !s.locatable { exposure += "; " + c.yellow("not located in the file's bytes: redact cannot overwrite it") }
-            out += "      " + exposure + "\n"
+            out("      " + exposure + "\n")
         }
 
-        out += "\n" + summaryLine(r, c) + "\n"
-        return out
+        out("\n" + summaryLine(r, c) + "\n")
     }
 
     /// Several captures one after another, with a total line when there is more than one.
     public static func render(_ reports: [AuditReport], options: RenderOptions = .init(), colors: Bool = false) -> String {
+        var text = ""
+        write(reports, options: options, colors: colors) { text += $0 }
+        return text
+    }
+
+    /// The same text written to `out` as it is made.
+    public static func write(_ reports: [AuditReport], options: RenderOptions = .init(), colors: Bool = false, to out: BufferedOutput) {
+        write(reports, options: options, colors: colors) { out.write($0) }
+    }
+
+    static func write(_ reports: [AuditReport], options: RenderOptions, colors: Bool, _ out: (String) -> Void) {
         let c = TimelineText.Colors(enabled: colors)
-        var out = reports.map { render($0, options: options, colors: colors) }.joined(separator: "\n")
+        for (i, r) in reports.enumerated() {
+            if i > 0 { out("\n") }
+            write(r, options: options, colors: colors, out)
+        }
         if reports.count > 1 {
             let all = AuditFormat.Counts(reports)
-            out += "\n" + c.bold("Total over \(reports.count) captures: ") + all.line + "\n"
+            out("\n" + c.bold("Total over \(reports.count) captures: ") + all.line + "\n")
         }
-        return out
     }
 
     static func summaryLine(_ r: AuditReport, _ c: TimelineText.Colors) -> String {
@@ -113,10 +133,12 @@ enum AuditFormat {
     static let schema = "gattlab.audit/1"
 
     /// Worst first; the auditor's order within a severity.
-    static func sorted(_ findings: [AuditFinding]) -> [AuditFinding] {
-        findings.enumerated().sorted { a, b in
-            a.element.severity != b.element.severity ? a.element.severity > b.element.severity : a.offset < b.offset
-        }.map(\.element)
+    /// Read as it is iterated: the list may be long, and lie in the audit's temporary file.
+    static func sorted<Findings: RandomAccessCollection<AuditFinding>>(_ findings: Findings) -> LazyMapSequence<[Int], AuditFinding>
+    where Findings.Index == Int {
+        let severity = findings.map(\.severity)
+        let order = severity.indices.sorted { a, b in severity[a] != severity[b] ? severity[a] > severity[b] : a < b }
+        return order.lazy.map { findings[findings.startIndex + $0] }
     }
 
     struct Counts {
@@ -148,9 +170,13 @@ enum AuditFormat {
         }
     }
 
-    static func distinct(_ sightings: [SecretSighting]) -> Int {
-        struct Key: Hashable { var kind: String; var bytes: [UInt8] }
-        return Set(sightings.map { Key(kind: $0.kind.rawValue, bytes: $0.secret.unsafeBytes) }).count
+    private struct DistinctKey: Hashable { var kind: String; var bytes: [UInt8] }
+
+    static func distinct(_ sightings: some Sequence<SecretSighting>) -> Int {
+        // Inserted one by one: a map first would hold every sighting's key at once.
+        var seen = Set<DistinctKey>()
+        for s in sightings { seen.insert(DistinctKey(kind: s.kind.rawValue, bytes: s.secret.unsafeBytes)) }
+        return seen.count
     }
 
     /// A secret as output shows it: `<redacted:N bytes>` unless revealed; revealed, its text

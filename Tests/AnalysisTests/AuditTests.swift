@@ -16,13 +16,14 @@ import XCTest
 final class AuditTests: XCTestCase {
     static let espKeys = ProtocolKeys(["esp-pop": Secret(Array("abcd1234".utf8), label: "PoP"), "esp-client-key": Secret(Scenario.espClientPrivateKey, label: "client key")])
 
-    static func audit(_ path: String, configuration: ProtocolKeys = espKeys, table: AttributeTable? = nil) throws -> AuditReport {
+    static func audit(_ path: String, configuration: ProtocolKeys = espKeys, table: AttributeTable? = nil,
+                      memoryLimit: Int = SpillList<AuditFinding>.defaultMemoryLimit) throws -> AuditReport {
         let reader = try openCapture(path)
         let decoder = GATTDecoder()
         decoder.tracksOrigins = true
         decoder.defaultTable = table
         let profiles = ProfileDecoder(protocols: GATTLabProtocols.all, keys: configuration)
-        let auditor = Auditor(source: path, format: reader.format.description, protocols: GATTLabProtocols.all)
+        let auditor = Auditor(source: path, format: reader.format.description, protocols: GATTLabProtocols.all, memoryLimit: memoryLimit)
         while let record = try reader.next() {
             decoder.consume(record)
             profiles.consume(decoder, record: record)

@@ -6,15 +6,22 @@ public struct AuditReport: Sendable {
     public var source: String
     public var format: String
     public var records: Int
-    public var findings: [AuditFinding] = []
-    public var secrets: [SecretSighting] = []
+    // The three lists grow with the capture (a day of a test rack: tens of thousands of each),
+    // so they keep their elements encoded, in memory up to a limit and then in a temporary file
+    // (`SpillList`): the audit's memory stays flat however long the capture.
+    public var findings: SpillList<AuditFinding>
+    public var secrets: SpillList<SecretSighting>
     /// One entry per connection: how it was protected.
-    public var links: [AuditLink] = []
+    public var links: SpillList<AuditLink>
 
-    public init(source: String, format: String, records: Int) {
+    /// `memoryLimit`: bytes each list keeps in memory before it writes to its file.
+    public init(source: String, format: String, records: Int, memoryLimit: Int = SpillList<AuditFinding>.defaultMemoryLimit) {
         self.source = source
         self.format = format
         self.records = records
+        findings = SpillList(memoryLimit: memoryLimit)
+        secrets = SpillList(memoryLimit: memoryLimit)
+        links = SpillList(memoryLimit: memoryLimit)
     }
 
     /// The worst severity found, nil when nothing was.

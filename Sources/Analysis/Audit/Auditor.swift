@@ -25,11 +25,13 @@ public final class Auditor {
     private var tracks: [Connection] = []
     /// A connection followed while its link is up; once the link ends nothing can reach its
     /// track, and only its link and findings are kept (a day's tracks kept whole to the end were
-    /// most of the audit's memory).
+    /// most of the audit's memory), in `endedLinks` and `endedFindings`: the track keeps where.
     private enum Connection {
         case open(ConnectionTrack)
-        case ended(link: AuditLink, findings: [AuditFinding])
+        case ended(link: Int, findings: Range<Int>)
     }
+    private var endedLinks: SpillList<AuditLink>
+    private var endedFindings: SpillList<AuditFinding>
     private var live: [ConnectionKey: Int] = [:]
     private var droppedSightings = 0
     /// Writes on handles the decoder could not name (no discovery, no --profile): how many, and the first ones.
@@ -84,11 +86,15 @@ public final class Auditor {
         return protocols.isSecretBearing(uuid) || auditing.contains { $0.auditedCharacteristics.contains(uuid) }
     }
 
-    public init(source: String, format: String, protocols: ProtocolSet) {
+    /// `memoryLimit`: bytes each of the audit's lists keeps in memory before it writes to a
+    /// temporary file (`SpillList`; tests make it small to read everything back from the file).
+    public init(source: String, format: String, protocols: ProtocolSet, memoryLimit: Int = SpillList<AuditFinding>.defaultMemoryLimit) {
         self.protocols = protocols
         auditing = protocols.conforming(to: (any ProtocolAuditing.Type).self)
         catalogue = AuditCatalogue.rules(protocols: protocols)
-        report = AuditReport(source: source, format: format, records: 0)
+        report = AuditReport(source: source, format: format, records: 0, memoryLimit: memoryLimit)
+        endedLinks = SpillList(memoryLimit: memoryLimit)
+        endedFindings = SpillList(memoryLimit: memoryLimit)
     }
 
     // MARK: Input
@@ -154,7 +160,10 @@ public final class Auditor {
             if let i = live[info.key], case .open(let t) = tracks[i] {
                 flushPrepared(t, why: "never executed: the link ended")
                 finishPairing(t)
-                tracks[i] = .ended(link: t.link, findings: AuditRules.findings(for: t, catalogue: catalogue))
+                let first = endedFindings.count
+                endedFindings += AuditRules.findings(for: t, catalogue: catalogue)
+                endedLinks.append(t.link)
+                tracks[i] = .ended(link: endedLinks.count - 1, findings: first..<endedFindings.count)
             }
             live[info.key] = nil
         case .encryptionChange(let key, let enabled, let status, let keySize):
@@ -336,18 +345,18 @@ public final class Auditor {
                 r.links.append(t.link)
                 r.findings += AuditRules.findings(for: t, catalogue: catalogue)
             case .ended(let link, let findings):
-                r.links.append(link)
-                r.findings += findings
+                r.links.append(endedLinks[link])
+                r.findings += findings.lazy.map { self.endedFindings[$0] }
             }
         }
         if !r.secrets.isEmpty {
             var counts: [SecretKind: Int] = [:]
             for s in r.secrets where !s.alreadyRedacted { counts[s.kind, default: 0] += 1 }
-            let redacted = r.secrets.filter(\.alreadyRedacted).count
+            let redacted = r.secrets.reduce(0) { $0 + ($1.alreadyRedacted ? 1 : 0) }
             let list = SecretKind.allCases.compactMap { k in counts[k].map { "\($0) × \(k.title)" } }
             // Secrets read from a link decrypted with keys the capture gave up (a sniffed legacy
             // pairing) are ciphertext in the file: redact cannot overwrite them.
-            let unlocated = r.secrets.filter { !$0.alreadyRedacted && $0.secret.location == nil }.count
+            let unlocated = r.secrets.reduce(0) { $0 + (!$1.alreadyRedacted && $1.secret.location == nil ? 1 : 0) }
             let decrypted = unlocated > 0 ? "; \(unlocated) not located in the file's bytes, which redact cannot overwrite (where gattlab decrypted a sniffed link, anyone with the file can)" : ""
             if !list.isEmpty, let first = r.secrets.first(where: { !$0.alreadyRedacted }) {
                 r.findings.append(finding("capture.holds-secrets",
@@ -360,7 +369,9 @@ public final class Auditor {
                 "\(unnamedWrites) writes go to handles the capture never discovered: credentials among them cannot be recognised",
                 connection: nil, records: unnamedValueRecords, time: nil))
         }
-        r.findings.sort { ($0.records.first ?? 0, $1.severity) < ($1.records.first ?? 0, $0.severity) }
+        r.findings.sort(on: { (record: $0.records.first ?? 0, severity: $0.severity) }) { a, b in
+            (a.record, b.severity) < (b.record, a.severity)
+        }
         return r
     }
 

@@ -1,0 +1,126 @@
+import Capture
+
+// How the audit's lists write their elements to a `SpillList` and read them back: every field,
+// in declaration order, so that a report read back is the report made.
+
+extension AuditFinding: Spillable {
+    public func spill(into w: inout SpillWriter) {
+        w.string(id)
+        w.int(severity.rank)
+        w.string(title)
+        w.string(evidence)
+        w.string(fix)
+        w.optional(connection) { $0.string($1) }
+        w.array(records) { $0.int($1) }
+        w.optional(time) { $0.int64($1) }
+    }
+
+    public init(unspilling r: inout SpillReader) {
+        let id = r.string()
+        let rank = r.int()
+        let severity: Severity = rank == 2 ? .error : rank == 1 ? .warning : .note
+        self.init(id: id, severity: severity, title: r.string(), evidence: r.string(), fix: r.string(),
+                  connection: r.optional { $0.string() }, records: r.array { $0.int() }, time: r.optional { $0.int64() })
+    }
+}
+
+extension SecretSighting: Spillable {
+    public func spill(into w: inout SpillWriter) {
+        w.string(kind.rawValue)
+        w.string(secret.label)
+        w.bytes(secret.unsafeBytes)
+        w.optional(secret.location) { w, l in
+            w.origin(l.origin)
+            w.optional(l.mask) { $0.bytes($1) }
+            w.array(l.copies) { w, c in
+                w.int(c.index)
+                w.piece(c.piece)
+            }
+            w.array(l.dependents) { w, d in
+                w.origin(d.origin)
+                w.bytes(d.bytes)
+            }
+        }
+        w.array(records) { $0.int($1) }
+        w.int64(time)
+        w.optional(connection) { $0.string($1) }
+        w.string(context)
+        w.bool(overTheAir)
+        w.optional(linkEncrypted) { $0.bool($1) }
+        w.bool(alreadyRedacted)
+    }
+
+    public init(unspilling r: inout SpillReader) {
+        let kind = SecretKind(rawValue: r.string()) ?? .credentialValue
+        let label = r.string()
+        let bytes = r.bytes()
+        let location: SecretLocation? = r.optional { r in
+            let origin = r.origin()
+            let mask = r.optional { $0.bytes() }
+            let copies = r.array { r in SecretLocation.Copy(index: r.int(), piece: r.piece()) }
+            let dependents = r.array { r in SecretLocation.Dependent(origin: r.origin(), bytes: r.bytes()) }
+            return SecretLocation(origin: origin, mask: mask, copies: copies, dependents: dependents)
+        }
+        self.init(kind: kind, secret: Secret(bytes, label: label, location: location), records: r.array { $0.int() },
+                  time: r.int64(), connection: r.optional { $0.string() }, context: r.string(), overTheAir: r.bool(),
+                  linkEncrypted: r.optional { $0.bool() })
+        alreadyRedacted = r.bool()
+    }
+}
+
+extension AuditLink: Spillable {
+    public func spill(into w: inout SpillWriter) {
+        w.string(connection)
+        w.optional(peer) { $0.string($1) }
+        w.int(firstRecord)
+        w.optional(encryptedAtRecord) { $0.int($1) }
+        w.optional(keySize) { $0.int($1) }
+        w.array(pairings) { w, p in
+            w.bool(p.secureConnections)
+            w.bool(p.mitm)
+            w.bool(p.bonding)
+            w.string(p.method)
+            w.int(p.keySize)
+            w.array(p.records) { $0.int($1) }
+            w.optional(p.failed) { $0.string($1) }
+            w.optional(p.time) { $0.int64($1) }
+            w.optional(p.ioCapabilities) { w, io in
+                w.string(io.initiator)
+                w.string(io.responder)
+            }
+        }
+    }
+
+    public init(unspilling r: inout SpillReader) {
+        self.init(connection: r.string(), peer: r.optional { $0.string() }, firstRecord: r.int())
+        encryptedAtRecord = r.optional { $0.int() }
+        keySize = r.optional { $0.int() }
+        pairings = r.array { r in
+            PairingSummary(secureConnections: r.bool(), mitm: r.bool(), bonding: r.bool(), method: r.string(), keySize: r.int(),
+                           records: r.array { $0.int() }, failed: r.optional { $0.string() }, time: r.optional { $0.int64() },
+                           ioCapabilities: r.optional { r in (initiator: r.string(), responder: r.string()) })
+        }
+    }
+}
+
+extension SpillWriter {
+    mutating func piece(_ p: ByteOrigin.Piece) {
+        int(p.record)
+        int(p.offset)
+        int(p.count)
+    }
+
+    mutating func origin(_ o: ByteOrigin) {
+        array(o.pieces) { $0.piece($1) }
+    }
+}
+
+extension SpillReader {
+    mutating func piece() -> ByteOrigin.Piece {
+        ByteOrigin.Piece(record: int(), offset: int(), count: int())
+    }
+
+    mutating func origin() -> ByteOrigin {
+        ByteOrigin(array { $0.piece() })
+    }
+}

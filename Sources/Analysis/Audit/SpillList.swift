@@ -1,0 +1,325 @@
+import Crypto
+import Foundation
+import _CryptoExtras
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A value that a `SpillList` can write out and read back exactly.
+public protocol Spillable: Sendable {
+    func spill(into w: inout SpillWriter)
+    init(unspilling r: inout SpillReader)
+}
+
+/// An append-only list whose elements live encoded: in memory up to a limit, then in a temporary
+/// file, so that the lists an audit keeps per connection and per secret stay a few bytes each in
+/// memory (8 per element) however long the capture. The audit of 4 million records kept 92 MB of
+/// such lists as values.
+///
+/// The file is made in `TMPDIR` (or /tmp) with mode 0600 and unlinked at once: nothing is left on
+/// disk whatever the exit, and no other user can open it. Its bytes are AES-256-CTR ciphertext
+/// under a key made for the list that never leaves memory, since an audit's sightings hold secret
+/// values and a deleted file's blocks can outlive it. Where no file can be made (a read-only or
+/// full disk, no descriptors left), the list simply stays in memory.
+///
+/// Copies share the storage, which only grows, and each keeps its own slots: a copy may append
+/// without disturbing the other.
+public struct SpillList<Element: Spillable>: RandomAccessCollection, ExpressibleByArrayLiteral, Sendable {
+    /// Bytes kept in memory before the list starts writing to its file: 64 KiB, or
+    /// GATTLAB_SPILL_MEMORY_LIMIT (bytes; tests set 0 to read every element back from the file).
+    public static var defaultMemoryLimit: Int { spillMemoryLimit }
+
+    private let storage: SpillStorage
+    /// Each element's place in the storage: offset << 24 | length.
+    private var slots: [UInt64] = []
+
+    public init(memoryLimit: Int = Self.defaultMemoryLimit) {
+        storage = SpillStorage(memoryLimit: memoryLimit)
+    }
+
+    public init(arrayLiteral elements: Element...) {
+        self.init()
+        append(contentsOf: elements)
+    }
+
+    public var startIndex: Int { 0 }
+    public var endIndex: Int { slots.count }
+
+    public subscript(position: Int) -> Element {
+        let slot = slots[position]
+        return storage.read(offset: Int(slot >> 24), count: Int(slot & 0xFF_FFFF)) { r in Element(unspilling: &r) }
+    }
+
+    public mutating func append(_ element: Element) {
+        let (offset, count) = storage.append { w in element.spill(into: &w) }
+        precondition(count < 1 << 24, "a spilled element of \(count) bytes")
+        slots.append(UInt64(offset) << 24 | UInt64(count))
+    }
+
+    public mutating func append(contentsOf elements: some Sequence<Element>) {
+        for e in elements { append(e) }
+    }
+
+    public static func += (list: inout SpillList, elements: some Sequence<Element>) {
+        list.append(contentsOf: elements)
+    }
+
+    /// Sorts as `[Element].sort(by:)` would with `areInIncreasingOrder` applied to the keys: each
+    /// element is read once for its key, and only the slots move.
+    public mutating func sort<Key>(on key: (Element) -> Key, by areInIncreasingOrder: (Key, Key) -> Bool) {
+        var keyed: [(key: Key, slot: UInt64)] = []
+        keyed.reserveCapacity(count)
+        for i in indices { keyed.append((key(self[i]), slots[i])) }
+        keyed.sort { areInIncreasingOrder($0.key, $1.key) }
+        slots = keyed.map(\.slot)
+    }
+
+    /// Whether any element went to the file (for tests).
+    var hasSpilled: Bool { storage.spilledBytes > 0 }
+    /// The file's bytes as they lie on disk (for tests).
+    func fileBytes() -> [UInt8] { storage.rawFileBytes() }
+}
+
+private let spillMemoryLimit = ProcessInfo.processInfo.environment["GATTLAB_SPILL_MEMORY_LIMIT"].flatMap { Int($0) } ?? 64 << 10
+
+/// The bytes behind one or more `SpillList`s: a memory buffer, then the file.
+final class SpillStorage: @unchecked Sendable {
+    private let lock = NSLock()
+    private let memoryLimit: Int
+    /// Bytes not written yet: logical offsets `spilledBytes ..< spilledBytes + pending.count`.
+    private var pending: [UInt8] = []
+    private(set) var spilledBytes = 0
+    private var fd: Int32 = -1
+    /// No file could be made: everything stays in `pending`.
+    private var memoryOnly = false
+    private var key: SymmetricKey?
+    /// The high 8 bytes of every counter block; the low 8 count 16-byte blocks from offset 0.
+    private var nonce: [UInt8] = []
+    /// Plaintext of the file from `cacheStart`, so that reading in order costs one read and one
+    /// decryption per window.
+    private var cache: [UInt8] = []
+    private var cacheStart = 0
+    private static let window = 64 << 10
+
+    init(memoryLimit: Int) { self.memoryLimit = max(0, memoryLimit) }
+
+    deinit {
+        if fd >= 0 {
+            close(fd)
+            Self.filesLock.withLock { Self.openFiles -= 1 }
+        }
+    }
+
+    /// Files open at once, over every list of the process: an audit of a folder keeps every
+    /// capture's report until it writes the document, and descriptors are few (1024 by default);
+    /// past this many, lists stay in memory rather than leave none to open the next capture with.
+    static let maxFiles = 64
+    private static let filesLock = NSLock()
+    nonisolated(unsafe) private static var openFiles = 0
+
+    func append(_ encode: (inout SpillWriter) -> Void) -> (offset: Int, count: Int) {
+        lock.lock()
+        defer { lock.unlock() }
+        var w = SpillWriter(bytes: pending)
+        pending = []
+        let start = w.bytes.count
+        encode(&w)
+        pending = w.bytes
+        let count = pending.count - start
+        let offset = spilledBytes + start
+        if pending.count > memoryLimit, !memoryOnly { flush() }
+        return (offset, count)
+    }
+
+    func read<T>(offset: Int, count: Int, _ decode: (inout SpillReader) -> T) -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        if offset >= spilledBytes {
+            return pending.withUnsafeBytes { all in
+                var r = SpillReader(UnsafeRawBufferPointer(rebasing: all[(offset - spilledBytes)..<(offset - spilledBytes + count)]))
+                return decode(&r)
+            }
+        }
+        if offset < cacheStart || offset + count > cacheStart + cache.count { fill(from: offset, count: count) }
+        return cache.withUnsafeBytes { all in
+            var r = SpillReader(UnsafeRawBufferPointer(rebasing: all[(offset - cacheStart)..<(offset - cacheStart + count)]))
+            return decode(&r)
+        }
+    }
+
+    /// Writes `pending` to the end of the file, encrypted; on any failure the list stays in memory.
+    private func flush() {
+        if fd < 0 {
+            let allowed = Self.filesLock.withLock {
+                guard Self.openFiles < Self.maxFiles else { return false }
+                Self.openFiles += 1
+                return true
+            }
+            guard allowed else { memoryOnly = true; return }
+            let folder = ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
+            var template = Array("\(folder)/gattlab-spill-XXXXXX".utf8CString)
+            let made = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+            guard made >= 0 else {
+                Self.filesLock.withLock { Self.openFiles -= 1 }
+                memoryOnly = true
+                return
+            }
+            // Unlinked at once: the open descriptor is the file's only name.
+            template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
+            fd = made
+            key = SymmetricKey(size: .bits256)
+            nonce = (0..<8).map { _ in UInt8.random(in: 0...255) }
+        }
+        var bytes = pending
+        guard crypt(&bytes, at: spilledBytes) else { memoryOnly = true; return }
+        var written = 0
+        while written < bytes.count {
+            let n = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress! + written, bytes.count - written, off_t(spilledBytes + written)) }
+            if n < 0, errno == EINTR { continue }
+            // A full disk: what is written stays there, the rest stays in memory from here on.
+            guard n > 0 else { memoryOnly = true; return }
+            written += n
+        }
+        spilledBytes += bytes.count
+        pending.removeAll(keepingCapacity: true)
+    }
+
+    /// Reads and decrypts a window of the file that holds `offset ..< offset + count`.
+    private func fill(from offset: Int, count: Int) {
+        let start = offset - offset % 16
+        let length = min(max(Self.window, offset + count - start), spilledBytes - start)
+        var bytes = [UInt8](repeating: 0, count: length)
+        var got = 0
+        while got < length {
+            let n = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + got, length - got, off_t(start + got)) }
+            if n < 0, errno == EINTR { continue }
+            guard n > 0 else { fatalError("gattlab: the audit's temporary file could not be read back (\(String(cString: strerror(errno))))") }
+            got += n
+        }
+        guard crypt(&bytes, at: start) else { fatalError("gattlab: the audit's temporary file could not be decrypted") }
+        cache = bytes
+        cacheStart = start
+    }
+
+    /// AES-CTR over `bytes`, which lie at `offset` of the file (encrypting and decrypting are
+    /// the same XOR): the counter block of the 16 bytes at offset o is nonce || o / 16.
+    private func crypt(_ bytes: inout [UInt8], at offset: Int) -> Bool {
+        guard let key, !bytes.isEmpty else { return key != nil }
+        let skip = offset % 16
+        var counter = nonce
+        let block = UInt64(offset / 16)
+        for i in 0..<8 { counter.append(UInt8(truncatingIfNeeded: block >> (56 - 8 * UInt64(i)))) }
+        guard let n = try? AES._CTR.Nonce(nonceBytes: counter),
+              let out = try? AES._CTR.encrypt([UInt8](repeating: 0, count: skip) + bytes, using: key, nonce: n) else { return false }
+        bytes = Array(out.dropFirst(skip))
+        return true
+    }
+
+    /// The file as it lies on disk, ciphertext (for tests).
+    func rawFileBytes() -> [UInt8] {
+        lock.lock()
+        defer { lock.unlock() }
+        guard fd >= 0, spilledBytes > 0 else { return [] }
+        var bytes = [UInt8](repeating: 0, count: spilledBytes)
+        let n = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress!, spilledBytes, 0) }
+        return n == spilledBytes ? bytes : []
+    }
+}
+
+/// Writes values compactly: integers as zigzag varints, byte strings and texts with their length.
+public struct SpillWriter {
+    var bytes: [UInt8]
+
+    public mutating func int(_ v: Int) {
+        var z = UInt64(bitPattern: Int64(v) << 1 ^ Int64(v) >> 63)
+        while z >= 0x80 {
+            bytes.append(UInt8(truncatingIfNeeded: z) | 0x80)
+            z >>= 7
+        }
+        bytes.append(UInt8(z))
+    }
+
+    public mutating func int64(_ v: Int64) { int(Int(v)) }
+    public mutating func bool(_ v: Bool) { bytes.append(v ? 1 : 0) }
+
+    public mutating func bytes(_ b: [UInt8]) {
+        int(b.count)
+        bytes += b
+    }
+
+    public mutating func string(_ s: String) {
+        var s = s
+        s.withUTF8 { u in
+            int(u.count)
+            bytes.append(contentsOf: u)
+        }
+    }
+
+    public mutating func optional<T>(_ v: T?, _ write: (inout SpillWriter, T) -> Void) {
+        bool(v != nil)
+        if let v { write(&self, v) }
+    }
+
+    public mutating func array<T>(_ a: [T], _ write: (inout SpillWriter, T) -> Void) {
+        int(a.count)
+        for e in a { write(&self, e) }
+    }
+}
+
+/// Reads what `SpillWriter` wrote. The bytes are the list's own, so a mismatch is a bug, not
+/// hostile input: it stops the program rather than guess.
+public struct SpillReader {
+    private let base: UnsafeRawBufferPointer
+    private var at = 0
+
+    init(_ base: UnsafeRawBufferPointer) { self.base = base }
+
+    private mutating func byte() -> UInt8 {
+        precondition(at < base.count, "spilled element read past its end")
+        defer { at += 1 }
+        return base[at]
+    }
+
+    public mutating func int() -> Int {
+        var z: UInt64 = 0
+        var shift: UInt64 = 0
+        while true {
+            let b = byte()
+            z |= UInt64(b & 0x7F) << shift
+            if b < 0x80 { break }
+            shift += 7
+        }
+        return Int(Int64(bitPattern: z >> 1) ^ -Int64(bitPattern: z & 1))
+    }
+
+    public mutating func int64() -> Int64 { Int64(int()) }
+    public mutating func bool() -> Bool { byte() != 0 }
+
+    public mutating func bytes() -> [UInt8] {
+        let n = int()
+        precondition(n >= 0 && at + n <= base.count, "spilled bytes past the element's end")
+        defer { at += n }
+        return Array(base[at..<(at + n)])
+    }
+
+    public mutating func string() -> String {
+        let n = int()
+        precondition(n >= 0 && at + n <= base.count, "spilled text past the element's end")
+        defer { at += n }
+        return String(decoding: UnsafeRawBufferPointer(rebasing: base[at..<(at + n)]), as: UTF8.self)
+    }
+
+    public mutating func optional<T>(_ read: (inout SpillReader) -> T) -> T? {
+        bool() ? read(&self) : nil
+    }
+
+    public mutating func array<T>(_ read: (inout SpillReader) -> T) -> [T] {
+        let n = int()
+        precondition(n >= 0 && n <= base.count - at, "spilled list longer than its element")
+        var out: [T] = []
+        out.reserveCapacity(n)
+        for _ in 0..<n { out.append(read(&self)) }
+        return out
+    }
+}

@@ -1,0 +1,169 @@
+import Capture
+import Foundation
+import TestSupport
+import XCTest
+@testable import Analysis
+
+/// The audit's lists keep their elements encoded, in memory up to a limit and then in an
+/// encrypted, unlinked temporary file (`SpillList`): what goes in comes out, in order, whether
+/// it was read back from memory or from the file, and the file never holds a secret in clear.
+final class SpillListTests: XCTestCase {
+    /// Findings, sightings and links with every field set, unset, empty and odd.
+    static func samples(_ n: Int, seed: UInt64) -> (findings: [AuditFinding], secrets: [SecretSighting], links: [AuditLink]) {
+        var r = SplitMix64(seed: seed)
+        func pick(_ k: UInt64) -> Int { Int(r.next() % k) }
+        func text() -> String { ["", "a", "Café ✓", "évidence \u{0} with NUL", String(repeating: "x", count: pick(300)), "\u{202e}rtl"][pick(6)] }
+        func bytes() -> [UInt8] { (0..<pick(70)).map { _ in UInt8(truncatingIfNeeded: r.next()) } }
+        func ints() -> [Int] { (0..<pick(5)).map { _ in [0, 1, -1, Int.max, Int.min, 4_000_000][pick(6)] } }
+        func origin() -> ByteOrigin { ByteOrigin((0..<pick(4)).map { _ in .init(record: pick(1_000_000), offset: pick(300), count: 1 + pick(40)) }) }
+        var findings: [AuditFinding] = [], secrets: [SecretSighting] = [], links: [AuditLink] = []
+        for _ in 0..<n {
+            findings.append(AuditFinding(id: text(), severity: AuditFinding.Severity.allCases[pick(3)], title: text(), evidence: text(), fix: text(),
+                                         connection: pick(2) == 0 ? nil : text(), records: ints(), time: pick(2) == 0 ? nil : Int64.min + Int64(pick(9))))
+            let location: SecretLocation? = pick(3) == 0 ? nil : SecretLocation(
+                origin: origin(), mask: pick(2) == 0 ? nil : bytes(),
+                copies: (0..<pick(3)).map { _ in .init(index: pick(64), piece: .init(record: pick(9), offset: pick(9), count: 1 + pick(9))) },
+                dependents: (0..<pick(3)).map { _ in .init(origin: origin(), bytes: bytes()) })
+            let filler = pick(5) == 0
+            secrets.append(SecretSighting(kind: SecretKind.allCases[pick(UInt64(SecretKind.allCases.count))],
+                                          secret: Secret(filler ? [UInt8](repeating: Redaction.filler, count: 8) : bytes(), label: text(), location: location),
+                                          records: ints(), time: Int64(pick(1 << 40)), connection: pick(2) == 0 ? nil : text(), context: text(),
+                                          overTheAir: pick(2) == 0, linkEncrypted: [nil, true, false][pick(3)]))
+            var link = AuditLink(connection: text(), peer: pick(2) == 0 ? nil : text(), firstRecord: pick(1_000_000))
+            link.encryptedAtRecord = pick(2) == 0 ? nil : pick(99)
+            link.keySize = pick(2) == 0 ? nil : 7 + pick(10)
+            link.pairings = (0..<pick(3)).map { _ in
+                PairingSummary(secureConnections: pick(2) == 0, mitm: pick(2) == 0, bonding: pick(2) == 0, method: text(), keySize: pick(17),
+                               records: ints(), failed: pick(2) == 0 ? nil : text(), time: pick(2) == 0 ? nil : Int64(pick(99)),
+                               ioCapabilities: pick(2) == 0 ? nil : (text(), text()))
+            }
+            links.append(link)
+        }
+        return (findings, secrets, links)
+    }
+
+    static func same(_ a: AuditFinding, _ b: AuditFinding) -> Bool {
+        (a.id, a.severity, a.title, a.evidence, a.fix) == (b.id, b.severity, b.title, b.evidence, b.fix)
+            && a.connection == b.connection && a.time == b.time && a.records == b.records
+    }
+
+    static func same(_ a: SecretSighting, _ b: SecretSighting) -> Bool {
+        a.kind == b.kind && a.secret == b.secret && a.secret.location == b.secret.location && a.records == b.records && a.time == b.time
+            && a.connection == b.connection && a.context == b.context && a.overTheAir == b.overTheAir
+            && a.linkEncrypted == b.linkEncrypted && a.alreadyRedacted == b.alreadyRedacted
+    }
+
+    static func same(_ a: AuditLink, _ b: AuditLink) -> Bool {
+        guard (a.connection, a.peer, a.firstRecord, a.encryptedAtRecord, a.keySize) == (b.connection, b.peer, b.firstRecord, b.encryptedAtRecord, b.keySize),
+              a.pairings.count == b.pairings.count else { return false }
+        return zip(a.pairings, b.pairings).allSatisfy { p, q in
+            p == q && p.time == q.time && p.ioCapabilities?.initiator == q.ioCapabilities?.initiator && p.ioCapabilities?.responder == q.ioCapabilities?.responder
+        }
+    }
+
+    func testWhatGoesInComesOutFromMemoryAndFromTheFile() {
+        let s = Self.samples(400, seed: 3)
+        for limit in [0, 1_000, 1 << 20] {
+            var findings = SpillList<AuditFinding>(memoryLimit: limit)
+            var secrets = SpillList<SecretSighting>(memoryLimit: limit)
+            var links = SpillList<AuditLink>(memoryLimit: limit)
+            findings += s.findings
+            secrets += s.secrets
+            links += s.links
+            XCTAssertEqual(findings.count, 400)
+            XCTAssertEqual(findings.hasSpilled, limit < 1 << 20, "limit \(limit)")
+            for i in 0..<400 {
+                XCTAssertTrue(Self.same(findings[i], s.findings[i]), "finding \(i), limit \(limit)")
+                XCTAssertTrue(Self.same(secrets[i], s.secrets[i]), "sighting \(i), limit \(limit)")
+                XCTAssertTrue(Self.same(links[i], s.links[i]), "link \(i), limit \(limit)")
+            }
+            // Out of order too: each read may need another window of the file.
+            for i in stride(from: 399, through: 0, by: -37) { XCTAssertTrue(Self.same(secrets[i], s.secrets[i]), "sighting \(i) read backwards") }
+        }
+    }
+
+    func testTheFileHoldsNoSecretInClear() {
+        var secrets = SpillList<SecretSighting>(memoryLimit: 0)
+        let password = Array("correct horse battery staple".utf8)
+        for i in 0..<50 {
+            secrets.append(SecretSighting(kind: .wifiPassword, secret: Secret(password, label: "Wi-Fi password"), records: [i], time: 0,
+                                          connection: nil, context: "OTA_CREDENTIALS write", overTheAir: true, linkEncrypted: false))
+        }
+        let file = secrets.fileBytes()
+        XCTAssertGreaterThan(file.count, 50 * password.count)
+        XCTAssertFalse(file.indices.contains { file[$0...].starts(with: password) }, "the password lies in clear in the temporary file")
+        XCTAssertFalse(file.indices.contains { file[$0...].starts(with: Array("OTA_CREDENTIALS".utf8)) }, "the file is not encrypted")
+        XCTAssertEqual(secrets[49].secret.unsafeBytes, password)
+    }
+
+    /// Sorting moves slots only, and orders as an array's sort would with the same comparison.
+    func testSortOrdersAsAnArraySortWould() {
+        let s = Self.samples(300, seed: 9)
+        var list = SpillList<AuditFinding>(memoryLimit: 500)
+        list += s.findings
+        let key = { (f: AuditFinding) in (record: f.records.first ?? 0, severity: f.severity) }
+        list.sort(on: key) { a, b in (a.record, b.severity) < (b.record, a.severity) }
+        let array = s.findings.sorted { ($0.records.first ?? 0, $1.severity) < ($1.records.first ?? 0, $0.severity) }
+        XCTAssertEqual(list.count, array.count)
+        for (a, b) in zip(list, array) { XCTAssertTrue(Self.same(a, b)) }
+    }
+
+    /// Copies share the storage, which only grows: each keeps its own elements.
+    func testCopiesAreIndependent() {
+        let s = Self.samples(20, seed: 1)
+        var a = SpillList<AuditLink>(memoryLimit: 0)
+        a += s.links.prefix(10)
+        var b = a
+        b += s.links.suffix(10)
+        a.append(s.links[0])
+        XCTAssertEqual(a.count, 11)
+        XCTAssertEqual(b.count, 20)
+        XCTAssertTrue(Self.same(a[10], s.links[0]))
+        XCTAssertTrue(Self.same(b[10], s.links[10]))
+    }
+
+    /// Where no file can be made, the list keeps everything in memory and works the same.
+    func testWithoutATemporaryFolderItStaysInMemory() {
+        let saved = ProcessInfo.processInfo.environment["TMPDIR"]
+        setenv("TMPDIR", "/nonexistent/gattlab-spill-test", 1)
+        defer { if let saved { setenv("TMPDIR", saved, 1) } else { unsetenv("TMPDIR") } }
+        let s = Self.samples(100, seed: 4)
+        var list = SpillList<SecretSighting>(memoryLimit: 0)
+        list += s.secrets
+        XCTAssertFalse(list.hasSpilled)
+        for i in 0..<100 { XCTAssertTrue(Self.same(list[i], s.secrets[i]), "sighting \(i)") }
+    }
+
+    /// Past `maxFiles` files open at once, lists stay in memory: an audit of a folder of long
+    /// captures must leave descriptors to open the next capture with.
+    func testAtMostSoManyFilesAtOnce() {
+        let s = Self.samples(3, seed: 2)
+        var lists: [SpillList<AuditLink>] = []
+        for _ in 0..<(SpillStorage.maxFiles + 6) {
+            var list = SpillList<AuditLink>(memoryLimit: 0)
+            list += s.links
+            lists.append(list)
+        }
+        XCTAssertEqual(lists.filter(\.hasSpilled).count, SpillStorage.maxFiles)
+        for list in lists { for i in 0..<3 { XCTAssertTrue(Self.same(list[i], s.links[i])) } }
+        lists.removeAll()
+        // Closed with their lists: another may open one again.
+        var again = SpillList<AuditLink>(memoryLimit: 0)
+        again += s.links
+        XCTAssertTrue(again.hasSpilled)
+    }
+
+    /// A report from the auditor: the same whether its lists stayed in memory or went to the file.
+    func testAnAuditReadsTheSameFromItsFile() throws {
+        for path in try Files.projectCaptures() {
+            let a = try AuditTests.audit(path)
+            let b = try AuditTests.audit(path, memoryLimit: 0)
+            XCTAssertEqual(a.findings.count, b.findings.count, path)
+            XCTAssertEqual(a.secrets.count, b.secrets.count, path)
+            XCTAssertEqual(a.links.count, b.links.count, path)
+            for (x, y) in zip(a.findings, b.findings) { XCTAssertTrue(Self.same(x, y), path) }
+            for (x, y) in zip(a.secrets, b.secrets) { XCTAssertTrue(Self.same(x, y), path) }
+            for (x, y) in zip(a.links, b.links) { XCTAssertTrue(Self.same(x, y), path) }
+        }
+    }
+}
