@@ -151,19 +151,29 @@ public final class Auditor {
                                              overTheAir: overTheAir, linkEncrypted: overTheAir ? connection?.encrypted : nil))
     }
 
+    /// A track whose link ended becomes its link and findings.
+    private func end(_ t: ConnectionTrack, at i: Int) {
+        finishPairing(t)
+        let first = endedFindings.count
+        endedFindings += AuditRules.findings(for: t, catalogue: catalogue)
+        endedLinks.append(t.link)
+        tracks[i] = .ended(link: endedLinks.count - 1, findings: first..<endedFindings.count)
+    }
+
     private func consumeLink(_ l: LinkEvent, record: CaptureRecord) {
         switch l {
         case .connectionComplete(let info):
+            // A new connection on a handle whose end the capture never showed (a lost
+            // Disconnection Complete, a capture begun mid-connection): nothing can reach the old
+            // track any more, so it ends now, as it would at the end of the capture. (Not with
+            // prepared writes pending: those end as "never executed before the capture ended".)
+            if let i = live[info.key], case .open(let t) = tracks[i], t.prepared.isEmpty { end(t, at: i) }
             live[info.key] = nil
             _ = track(info.key, record: record, peer: info.peerAddress ?? info.peripheralAddress)
         case .disconnection(let info, _):
             if let i = live[info.key], case .open(let t) = tracks[i] {
                 flushPrepared(t, why: "never executed: the link ended")
-                finishPairing(t)
-                let first = endedFindings.count
-                endedFindings += AuditRules.findings(for: t, catalogue: catalogue)
-                endedLinks.append(t.link)
-                tracks[i] = .ended(link: endedLinks.count - 1, findings: first..<endedFindings.count)
+                end(t, at: i)
             }
             live[info.key] = nil
         case .encryptionChange(let key, let enabled, let status, let keySize):
