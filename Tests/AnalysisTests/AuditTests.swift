@@ -213,4 +213,51 @@ final class AuditTests: XCTestCase {
         XCTAssertEqual(u.host, "h:8080")
         XCTAssertTrue(u.hasUserInfo)
     }
+
+    /// A connection whose end the capture never showed (its Disconnection Complete lost) ends when
+    /// a new connection takes its handle: its link and findings read as they do when the capture
+    /// ends there instead, and the new connection is audited on its own.
+    func testAConnectionWithoutItsEndEndsWhenANewOneTakesItsHandle() throws {
+        let source = Files.root.appendingPathComponent("Captures/emulated/speaker-legacy-pairing-mtu247.btsnoop").path
+        let dir = try Files.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let once = dir.appendingPathComponent("no-disconnection.btsnoop").path
+        let twice = dir.appendingPathComponent("then-again.btsnoop").path
+        // `once`: the source without its Disconnection Complete; `twice`: that, then the whole source.
+        var kept = 0
+        for (path, copies) in [(once, 1), (twice, 2)] {
+            let writer = try CaptureWriter(path: path, format: .btsnoopH4)
+            // The copy starts a second after the first ends.
+            var number = 0, shift: Int64 = 0, first: Int64?, last: Int64 = 0
+            for copy in 0..<copies {
+                let reader = try openCapture(source)
+                while var r = try reader.next() {
+                    if copy == 0, r.kind == .event, r.data.first == 0x05 { continue }
+                    if first == nil { first = r.timestamp }
+                    number += 1
+                    r.number = number
+                    r.timestamp += shift
+                    last = r.timestamp
+                    XCTAssertTrue(try writer.write(r, sourceIsMonitor: false))
+                }
+                shift = last + 1_000_000 - (first ?? 0)
+                if copy == 0, copies == 1 { kept = number }
+            }
+            try writer.finish()
+        }
+        let alone = try Self.audit(once)
+        let both = try Self.audit(twice)
+        XCTAssertEqual(alone.links.count, 1)
+        XCTAssertEqual(both.links.count, 2)
+        XCTAssertTrue(SpillListTests.same(both.links[0], alone.links[0]), "the first link as the capture's end left it")
+        XCTAssertFalse(alone.links[0].pairings.isEmpty, "the source pairs: its pairing must be closed when the link ends")
+        let first = both.findings.filter { $0.connection != nil && ($0.records.first ?? 0) <= kept && $0.id != "capture.holds-secrets" }
+        let expected = alone.findings.filter { $0.connection != nil && $0.id != "capture.holds-secrets" }
+        XCTAssertFalse(expected.isEmpty)
+        XCTAssertEqual(first.count, expected.count)
+        for (a, b) in zip(first, expected) { XCTAssertTrue(SpillListTests.same(a, b), "\(a.id) / \(b.id)") }
+        // The second connection: the same findings, on its own records.
+        let second = both.findings.filter { $0.connection != nil && ($0.records.first ?? 0) > kept && $0.id != "capture.holds-secrets" }
+        XCTAssertEqual(second.map(\.id), expected.map(\.id))
+    }
 }
