@@ -122,6 +122,18 @@ final class SpillListTests: XCTestCase {
         XCTAssertTrue(Self.same(b[10], s.links[10]))
     }
 
+    /// Picking positions gives those elements in that order, from the same storage.
+    func testPickingReordersWithoutCopying() {
+        let s = Self.samples(30, seed: 6)
+        var list = SpillList<AuditLink>(memoryLimit: 200)
+        list += s.links
+        let order = [29, 0, 7, 7, 15]
+        let picked = list.picking(order)
+        XCTAssertEqual(picked.count, order.count)
+        for (i, p) in order.enumerated() { XCTAssertTrue(Self.same(picked[i], s.links[p]), "position \(p)") }
+        XCTAssertEqual(picked.fileBytes(), list.fileBytes(), "picking wrote nothing")
+    }
+
     /// Where no file can be made, the list keeps everything in memory and works the same.
     func testWithoutATemporaryFolderItStaysInMemory() {
         let saved = ProcessInfo.processInfo.environment["TMPDIR"]

@@ -6,7 +6,7 @@ import Capture
 extension AuditFinding: Spillable {
     public func spill(into w: inout SpillWriter) {
         w.string(id)
-        w.int(severity.rank)
+        w.string(severity.rawValue)
         w.string(title)
         w.string(evidence)
         w.string(fix)
@@ -17,8 +17,7 @@ extension AuditFinding: Spillable {
 
     public init(unspilling r: inout SpillReader) {
         let id = r.string()
-        let rank = r.int()
-        let severity: Severity = rank == 2 ? .error : rank == 1 ? .warning : .note
+        guard let severity = Severity(rawValue: r.string()) else { preconditionFailure("spilled finding with an unknown severity") }
         self.init(id: id, severity: severity, title: r.string(), evidence: r.string(), fix: r.string(),
                   connection: r.optional { $0.string() }, records: r.array { $0.int() }, time: r.optional { $0.int64() })
     }
@@ -51,7 +50,7 @@ extension SecretSighting: Spillable {
     }
 
     public init(unspilling r: inout SpillReader) {
-        let kind = SecretKind(rawValue: r.string()) ?? .credentialValue
+        guard let kind = SecretKind(rawValue: r.string()) else { preconditionFailure("spilled sighting of an unknown kind") }
         let label = r.string()
         let bytes = r.bytes()
         let location: SecretLocation? = r.optional { r in

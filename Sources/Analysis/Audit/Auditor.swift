@@ -347,18 +347,17 @@ public final class Auditor {
 
     public func finish() -> AuditReport {
         for case .open(let t) in tracks { flushPrepared(t, why: "never executed before the capture ended") }
+        for i in tracks.indices { if case .open(let t) = tracks[i] { end(t, at: i) } }
+        // Links and findings in the order their connections began, sharing the lists they went to
+        // as each link ended (nothing is copied).
         var r = report
-        for track in tracks {
-            switch track {
-            case .open(let t):
-                finishPairing(t)
-                r.links.append(t.link)
-                r.findings += AuditRules.findings(for: t, catalogue: catalogue)
-            case .ended(let link, let findings):
-                r.links.append(endedLinks[link])
-                r.findings += findings.lazy.map { self.endedFindings[$0] }
-            }
+        var links: [Int] = [], findings: [Int] = []
+        for case .ended(let link, let range) in tracks {
+            links.append(link)
+            findings += range
         }
+        r.links = endedLinks.picking(links)
+        r.findings = endedFindings.picking(findings)
         if !r.secrets.isEmpty {
             var counts: [SecretKind: Int] = [:]
             for s in r.secrets where !s.alreadyRedacted { counts[s.kind, default: 0] += 1 }

@@ -53,6 +53,8 @@ public struct SpillList<Element: Spillable>: RandomAccessCollection, Expressible
 
     public mutating func append(_ element: Element) {
         let (offset, count) = storage.append { w in element.spill(into: &w) }
+        // The audit's elements are bounded far below 16 MiB whatever the capture: a secret's
+        // value by the 64 KiB long-write cap, evidence and record lists by `appendCapped`.
         precondition(count < 1 << 24, "a spilled element of \(count) bytes")
         slots.append(UInt64(offset) << 24 | UInt64(count))
     }
@@ -63,6 +65,14 @@ public struct SpillList<Element: Spillable>: RandomAccessCollection, Expressible
 
     public static func += (list: inout SpillList, elements: some Sequence<Element>) {
         list.append(contentsOf: elements)
+    }
+
+    /// The elements at `positions`, in that order: a list sharing this one's storage, so nothing
+    /// is copied.
+    public func picking(_ positions: [Int]) -> SpillList {
+        var list = self
+        list.slots = positions.map { slots[$0] }
+        return list
     }
 
     /// Sorts as `[Element].sort(by:)` would with `areInIncreasingOrder` applied to the keys: each
