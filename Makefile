@@ -80,7 +80,8 @@ uninstall:
 	Scripts/install.sh --uninstall "$(DESTDIR)$(PREFIX)"
 
 # libFuzzer and ASan come with the Swift toolchain (clang's runtime in /opt/swift): no package needed.
-# The driver (product gattlab-fuzz) is built once in .build-fuzz and serves every TARGET.
+# The driver (product gattlab-fuzz) is built once per set of instrumented modules: in .build-fuzz
+# for the targets that exercise every module, in .build-fuzz/only-<codec> for a codec's targets.
 fuzz: build
 	GATTLAB_FUZZ_QUIRKS=$(QUIRKS) Scripts/libfuzzer.sh $(TARGET) $(TIME)
 

@@ -2,6 +2,7 @@
 // GATTLab: record, decode, replay and fuzz BLE GATT traffic. The module graph follows
 // DESIGN.md: data flows Capture -> HCI -> ATT/GATT -> (Profiles, Analysis, Report), and no
 // module imports one above it.
+import Foundation
 import PackageDescription
 
 let strict: [SwiftSetting] = [
@@ -17,12 +18,38 @@ let strict: [SwiftSetting] = [
 // modules the fuzz targets exercise, below, and the driver links libFuzzer itself: libFuzzer
 // clears and scans every counter in the binary after each input, and with every module
 // instrumented (crypto, the protobuf runtime, transports, renderers, replay: about 416k counters)
-// that scan was most of an execution's time. (The sanitizer is named again here because swiftc
-// takes the last -sanitize= it is given.)
+// that scan was most of an execution's time. GATTLAB_FUZZ_MODULES=A,B narrows it to those
+// modules: a target whose code is one protocol's codec (`gattlab-fuzz --list`, 4th column) is
+// built with that codec alone instrumented, a few thousand counters instead of 175,000. (The
+// sanitizer is named again here because swiftc takes the last -sanitize= it is given.)
 let fuzzSanitizer = Context.environment["GATTLAB_FUZZ_INSTRUMENT"].flatMap { $0.isEmpty ? nil : $0 }
+let fuzzModules = Context.environment["GATTLAB_FUZZ_MODULES"].flatMap { $0.isEmpty || $0 == "*" ? nil : Set($0.split(separator: ",").map(String.init)) }
 /// For the modules whose code the fuzz targets run: their parsers, the decoding pipeline under
 /// the capture and timeline targets, the emulated devices under the device targets.
-let fuzzCoverage: [SwiftSetting] = fuzzSanitizer.map { [.unsafeFlags(["-sanitize=fuzzer,\($0)"])] } ?? []
+func fuzzCoverage(_ module: String) -> [SwiftSetting] {
+    guard let sanitizer = fuzzSanitizer, fuzzModules?.contains(module) ?? true else { return [] }
+    return [.unsafeFlags(["-sanitize=fuzzer,\(sanitizer)"])]
+}
+
+/// Each protocol's codec, its messages with their decoding and encoding and nothing else, is a
+/// module of its own, `<folder>Codec`, from Sources/Protocols/<folder>/Codec (left out of
+/// Protocols, which re-exports it in Registry.swift), so that a libFuzzer build of a protocol's
+/// targets can instrument its codec alone (docs/fuzzing.md). Found by their folders, so that a
+/// protocol is still added with no line here; a codec with protobuf messages (a Generated
+/// folder) gets the protobuf runtime and ProtocolsShared.
+let protocolsFolder = Context.packageDirectory + "/Sources/Protocols"
+let codecs: [(folder: String, protobuf: Bool)] = ((try? FileManager.default.contentsOfDirectory(atPath: protocolsFolder)) ?? [])
+    .filter { FileManager.default.fileExists(atPath: "\(protocolsFolder)/\($0)/Codec") }
+    .sorted()
+    .map { ($0, FileManager.default.fileExists(atPath: "\(protocolsFolder)/\($0)/Codec/Generated")) }
+let codecTargets: [Target] = codecs.map { c in
+    .target(
+        name: "\(c.folder)Codec",
+        dependencies: ["ATT", "Capture", "Profiles"]
+            + (c.protobuf ? ["ProtocolsShared", .product(name: "SwiftProtobuf", package: "swift-protobuf")] : []),
+        path: "Sources/Protocols/\(c.folder)/Codec",
+        swiftSettings: strict + fuzzCoverage("\(c.folder)Codec"))
+}
 
 let package = Package(
     name: "GATTLab",
@@ -49,7 +76,7 @@ let package = Package(
         .systemLibrary(name: "CBlueZ", pkgConfig: "bluez", providers: [.apt(["libbluetooth-dev"])]),
 
         // Capture files in and out: btsnoop, PacketLogger, pcap/pcapng (libpcap).
-        .target(name: "Capture", dependencies: ["CPcap"], swiftSettings: strict + fuzzCoverage),
+        .target(name: "Capture", dependencies: ["CPcap"], swiftSettings: strict + fuzzCoverage("Capture")),
         // Names for the Bluetooth SIG's assigned numbers (generated from its YAML by
         // Scripts/assigned-numbers.py, committed) and for common vendor services. No dependencies.
         .target(name: "AssignedNumbers", swiftSettings: strict),
@@ -59,18 +86,18 @@ let package = Package(
         .target(
             name: "HCI",
             dependencies: ["Capture", "ATT", "AssignedNumbers", .product(name: "Crypto", package: "swift-crypto"), .product(name: "_CryptoExtras", package: "swift-crypto")],
-            swiftSettings: strict + fuzzCoverage),
+            swiftSettings: strict + fuzzCoverage("HCI")),
         // Every ATT PDU, encode and decode. Depends on nothing, so the emulator and fuzzer can use it alone.
-        .target(name: "ATT", swiftSettings: strict + fuzzCoverage),
+        .target(name: "ATT", swiftSettings: strict + fuzzCoverage("ATT")),
         // Attribute tables from discovery, long operations, MTU, subscriptions: the session model.
-        .target(name: "GATT", dependencies: ["ATT", "HCI", "AssignedNumbers"], swiftSettings: strict + fuzzCoverage),
+        .target(name: "GATT", dependencies: ["ATT", "HCI", "AssignedNumbers"], swiftSettings: strict + fuzzCoverage("GATT")),
         // The device-protocol interface (DeviceProtocol, ProfileMessage, ProtocolSet) and the decoding
         // stage above GATT; the protocols themselves live in Protocols.
-        .target(name: "Profiles", dependencies: ["GATT", "ATT", "HCI", "Capture"], swiftSettings: strict + fuzzCoverage),
+        .target(name: "Profiles", dependencies: ["GATT", "ATT", "HCI", "Capture"], swiftSettings: strict + fuzzCoverage("Profiles")),
         // ATT bearers: an in-memory pair, a Unix socket to an emulator process, kernel L2CAP (BlueZ).
         .target(name: "Transport", dependencies: ["ATT", "CBlueZ"], swiftSettings: strict),
         // Emulated devices: a GATT server on the ATT codec, device models with faults, recording.
-        .target(name: "Emulator", dependencies: ["Profiles", "Transport", "GATT", "ATT", "HCI", "Capture"], swiftSettings: strict + fuzzCoverage),
+        .target(name: "Emulator", dependencies: ["Profiles", "Transport", "GATT", "ATT", "HCI", "Capture"], swiftSettings: strict + fuzzCoverage("Emulator")),
         // Replay: scripts from captures, a runner over any bearer, the comparison with the recording.
         .target(name: "Replay", dependencies: ["Emulator", "Profiles", "Transport", "GATT", "ATT", "HCI", "Capture"], swiftSettings: strict),
         // Fuzzing: mutators (generic and per protocol), in-process targets, the engine, corpora, findings.
@@ -80,7 +107,7 @@ let package = Package(
         .target(
             name: "Analysis",
             dependencies: ["Profiles", "GATT", "ATT", "HCI", "Capture", .product(name: "Crypto", package: "swift-crypto"), .product(name: "_CryptoExtras", package: "swift-crypto")],
-            swiftSettings: strict + fuzzCoverage),
+            swiftSettings: strict + fuzzCoverage("Analysis")),
         // Capture redaction: secrets overwritten in place, addresses and names replaced, the result proven.
         .target(
             name: "Redact",
@@ -90,17 +117,24 @@ let package = Package(
         // colours and buffered stdout every command writes with), timelines (text, JSON, HTML,
         // Perfetto), audits (text, JSON, SARIF).
         .target(name: "Report", dependencies: ["Analysis", "Profiles", "GATT", "ATT", "HCI", "Capture"], swiftSettings: strict),
+        // What the protobuf codecs share (parsing with a problem that says where the wire broke).
+        .target(
+            name: "ProtocolsShared", dependencies: ["Profiles", .product(name: "SwiftProtobuf", package: "swift-protobuf")],
+            path: "Sources/Protocols/Shared", swiftSettings: strict),
         // The device protocols, one folder each, and Registry.swift: the one list that names them
         // all. It sits above every engine, so a protocol's folder can plug into each of them.
         .target(
             name: "Protocols",
             dependencies: [
                 "Profiles", "Analysis", "Report", "Redact", "Emulator", "Replay", "Fuzz",
+                "ProtocolsShared",
+            ] + codecs.map { .target(name: "\($0.folder)Codec") } + [
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
             ],
-            swiftSettings: strict + fuzzCoverage),
+            exclude: codecs.map { "\($0.folder)/Codec" } + ["Shared"],
+            swiftSettings: strict + fuzzCoverage("Protocols")),
         // Command-line parsing and wiring only.
         .target(
             name: "GATTLabCLI",
@@ -130,7 +164,7 @@ let package = Package(
         .testTarget(name: "AssignedNumbersTests", dependencies: ["AssignedNumbers"]),
         .testTarget(name: "TransportTests", dependencies: ["Transport", "ATT", "CBlueZ"]),
         .testTarget(name: "GATTTests", dependencies: ["GATT", "ATT", "HCI", "Capture", "TestSupport"]),
-        .testTarget(name: "ProfilesTests", dependencies: ["Protocols", "Profiles", "GATT", "ATT", "HCI", "Capture", "TestSupport"]),
+        .testTarget(name: "ProfilesTests", dependencies: ["Protocols", "SpeakerOTACodec", "SensorScanCodec", "NRF7Codec", "ESPProvisioningCodec", "Profiles", "GATT", "ATT", "HCI", "Capture", "TestSupport"]),
         .testTarget(name: "EmulatorTests", dependencies: ["Protocols", "Emulator", "Transport", "Profiles", "GATT", "ATT", "HCI", "Capture", "TestSupport"]),
         // The renderers' parts (decode output, filters); whole outputs are tested through the binary.
         .testTarget(name: "ReportTests", dependencies: ["Report", "ATT", "HCI"], exclude: ["Fixtures"]),
@@ -139,8 +173,8 @@ let package = Package(
         .testTarget(name: "ReplayTests", dependencies: ["Protocols", "Replay", "Emulator", "Transport", "Profiles", "GATT", "ATT", "HCI", "Capture", "TestSupport"]),
         .testTarget(name: "FuzzTests", dependencies: ["Protocols", "Fuzz", "Emulator", "Profiles", "ATT", "HCI", "Capture", "TestSupport"]),
         // One test target for every protocol folder (Tests/ProtocolsTests/<Name>/) and the registry.
-        .testTarget(name: "ProtocolsTests", dependencies: ["Protocols", "Profiles", "GATT", "ATT", "HCI", "Capture", "TestSupport"]),
+        .testTarget(name: "ProtocolsTests", dependencies: ["Protocols", "ImprovCodec", "Profiles", "GATT", "ATT", "HCI", "Capture", "TestSupport"]),
         .testTarget(name: "GATTLabCLITests", dependencies: ["Protocols", "GATTLabCLI", "GATT", "HCI", "Capture", "Emulator", "Fuzz", "TestSupport"], exclude: ["Fixtures"]),
-    ],
+    ] + codecTargets,
     swiftLanguageModes: [.v6]
 )

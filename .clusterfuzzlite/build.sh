@@ -62,9 +62,26 @@ flags=("${sanitize[@]}" -Xswiftc -DGATTLAB_LIBFUZZER ${stdlib[@]+"${stdlib[@]}"}
 scratch=$WORK/gattlab-fuzz-$config-$SANITIZER
 
 # Only the driver, in its own scratch path: a whole-package fuzzer build breaks the executables
-# that have a main.
-"$SWIFT" build -c "$config" --product gattlab-fuzz --scratch-path "$scratch" "${flags[@]}"
-bin=$("$SWIFT" build -c "$config" --product gattlab-fuzz --scratch-path "$scratch" "${flags[@]}" --show-bin-path)/gattlab-fuzz
+# that have a main. Built once per set of instrumented modules, the 4th column of --list: `*`
+# (every module the targets exercise: the capture, timeline and device targets) first, then one
+# build per codec (SpeakerOTACodec for status, credentials, url and control), each instrumenting
+# that module alone, so libFuzzer scans its few thousand counters after each input instead of
+# all 175,000. The builds share the scratch path: after the first, only the modules whose
+# instrumentation changed and the ones above them are compiled again.
+drivers=$WORK/gattlab-fuzz-drivers
+rm -rf "$drivers" && mkdir -p "$drivers"
+build_driver() {  # MODULES: builds the driver instrumenting MODULES, copied to $drivers/MODULES
+  local modules=$1
+  if [ "$SANITIZER" = coverage ]; then modules="*"; fi  # the coverage build instruments every module
+  local copy=$drivers/${modules/#\*/all}
+  if [ ! -f "$copy" ]; then
+    echo "build.sh: gattlab-fuzz ($config, $SANITIZER), instrumenting ${modules/#\*/every fuzzed module}" >&2
+    GATTLAB_FUZZ_MODULES=$modules "$SWIFT" build -c "$config" --product gattlab-fuzz --scratch-path "$scratch" "${flags[@]}" >&2
+    cp "$(GATTLAB_FUZZ_MODULES=$modules "$SWIFT" build -c "$config" --product gattlab-fuzz --scratch-path "$scratch" "${flags[@]}" --show-bin-path)/gattlab-fuzz" "$copy"
+  fi
+  echo "$copy"
+}
+bin=$(build_driver "*")
 
 mkdir -p "$OUT/lib"
 ldd "$bin" | awk '/=> \// {print $3}' | while read -r lib; do
@@ -78,21 +95,23 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0}
 targets=$("$bin" --list < /dev/null)
 [ -n "$targets" ] || { echo "build.sh: gattlab-fuzz --list named no target" >&2; exit 1; }
 seeds=$WORK/seeds
-first=""
 n=0
-while IFS=$'\t' read -r t max_len tokens; do
-  # A copy of the driver per target; after the first, hard links to that copy (the same bytes,
-  # a thirteenth of the disk; the engines see one executable per name).
+# Sorted by module set, so that each set is built once and the codecs' builds follow one another.
+while IFS=$'\t' read -r t max_len tokens modules; do
+  driver=$(build_driver "${modules:-*}")
+  # A copy of each driver for its first target; after it, hard links to that copy (the same
+  # bytes; the engines see one executable per name).
   rm -f "$OUT/fuzz-$t"
-  if [ -z "${first:-}" ]; then cp "$bin" "$OUT/fuzz-$t"; first=$OUT/fuzz-$t; else ln "$first" "$OUT/fuzz-$t" 2>/dev/null || cp "$bin" "$OUT/fuzz-$t"; fi
+  first=$(cat "$driver.first" 2>/dev/null || true)
+  if [ -z "$first" ]; then cp "$driver" "$OUT/fuzz-$t"; echo "$OUT/fuzz-$t" > "$driver.first"; else ln "$first" "$OUT/fuzz-$t" 2>/dev/null || cp "$driver" "$OUT/fuzz-$t"; fi
   printf '[libfuzzer]\nmax_len = %s\n' "$max_len" > "$OUT/fuzz-$t.options"
-  if [ "$tokens" -gt 0 ]; then "$bin" --target="$t" --dictionary < /dev/null > "$OUT/fuzz-$t.dict"; else rm -f "$OUT/fuzz-$t.dict"; fi
+  if [ "$tokens" -gt 0 ]; then "$driver" --target="$t" --dictionary < /dev/null > "$OUT/fuzz-$t.dict"; else rm -f "$OUT/fuzz-$t.dict"; fi
   rm -rf "$seeds" && mkdir -p "$seeds"
   [ -d "Corpus/$t" ] && cp -R "Corpus/$t/." "$seeds/"
-  "$bin" --target="$t" --seeds="$seeds" < /dev/null
+  "$driver" --target="$t" --seeds="$seeds" < /dev/null
   rm -f "$OUT/fuzz-${t}_seed_corpus.zip"
   (cd "$seeds" && zip -q -r "$OUT/fuzz-${t}_seed_corpus.zip" .)
   n=$((n + 1))
-done <<< "$targets"
+done < <(sort -t $'\t' -k4,4 -s <<< "$targets")
 rm -rf "$seeds"
-echo "build.sh: $n targets in $OUT ($config, $SANITIZER): $(echo "$targets" | cut -f1 | tr '\n' ' ')"
+echo "build.sh: $n targets in $OUT ($config, $SANITIZER, $(ls "$drivers" | grep -vc '\.first$') builds): $(echo "$targets" | cut -f1 | tr '\n' ' ')"

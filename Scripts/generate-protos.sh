@@ -36,6 +36,6 @@ generate() {
         "$proto_dir"/*.proto
 }
 
-generate "$root/Protos/nrf7" "$root/Sources/Protocols/NRF7/Generated"
-generate "$root/Protos/esp" "$root/Sources/Protocols/ESPProvisioning/Generated"
-echo "generated: Sources/Protocols/NRF7/Generated, Sources/Protocols/ESPProvisioning/Generated"
+generate "$root/Protos/nrf7" "$root/Sources/Protocols/NRF7/Codec/Generated"
+generate "$root/Protos/esp" "$root/Sources/Protocols/ESPProvisioning/Codec/Generated"
+echo "generated: Sources/Protocols/NRF7/Codec/Generated, Sources/Protocols/ESPProvisioning/Codec/Generated"

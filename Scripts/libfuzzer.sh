@@ -18,23 +18,28 @@ SWIFT=${SWIFT:-swift}
 CONFIG=${LIBFUZZER_CONFIG:-release}
 GATTLAB=${GATTLAB:-.build/debug/gattlab}
 
-# -max_len from the target itself, so the two fuzzers agree on input sizes.
-max_len=$("$GATTLAB" fuzz list --format json | python3 -c '
+# -max_len from the target itself, so the two fuzzers agree on input sizes, and the modules its
+# build instruments (* for every one).
+read -r max_len modules < <("$GATTLAB" fuzz list --format json | python3 -c '
 import json, sys
 t = [r for r in json.load(sys.stdin) if r["name"] == sys.argv[1]]
-print(t[0]["maxLength"] if t else "")' "$target")
+print(t[0]["maxLength"], ",".join(t[0].get("instrumentedModules") or ["*"])) if t else print("")' "$target")
 if [ -z "$max_len" ]; then echo "error: no fuzz target '$target' (gattlab fuzz list)" >&2; exit 64; fi
 
 # Only the driver, in .build-fuzz: a whole-package fuzzer build breaks the executables that have
 # a main. ASan on every module; GATTLAB_FUZZ_INSTRUMENT=address makes Package.swift put the
 # coverage instrumentation (-sanitize=fuzzer,address) only on the modules the targets exercise and
 # link libFuzzer into the driver: libFuzzer scans every counter after each input, so counters in
-# code no target runs only slow it down. Built once: every target is in it, so another TARGET
-# needs no build.
-export GATTLAB_FUZZ_INSTRUMENT=address
-"$SWIFT" build -c "$CONFIG" --product gattlab-fuzz --scratch-path .build-fuzz \
+# code no target runs only slow it down. GATTLAB_FUZZ_MODULES narrows that to the target's own
+# modules (a codec's targets: that codec alone). One build per set of modules, each in its own
+# scratch path (.build-fuzz for every module, .build-fuzz/only-SpeakerOTACodec...), so that switching
+# targets does not build again.
+export GATTLAB_FUZZ_INSTRUMENT=address GATTLAB_FUZZ_MODULES=$modules
+scratch=.build-fuzz
+[ "$modules" = "*" ] || scratch=.build-fuzz/only-${modules//,/-}
+"$SWIFT" build -c "$CONFIG" --product gattlab-fuzz --scratch-path "$scratch" \
   --sanitize address -Xswiftc -DGATTLAB_LIBFUZZER
-bindir=$("$SWIFT" build -c "$CONFIG" --scratch-path .build-fuzz --show-bin-path)
+bindir=$("$SWIFT" build -c "$CONFIG" --scratch-path "$scratch" --show-bin-path)
 ln -sf gattlab-fuzz "$bindir/fuzz-$target"
 bin=$bindir/fuzz-$target
 

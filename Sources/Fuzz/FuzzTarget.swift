@@ -104,6 +104,11 @@ public struct FuzzTarget: Sendable {
     /// reconnect between): a device keeps what it was told across links, so a finding that does
     /// not come again alone may need what the inputs before it did. nil: each input stands alone.
     public let join: (@Sendable ([[UInt8]]) -> [UInt8])?
+    /// The modules a libFuzzer build of this target instruments for coverage (`gattlab-fuzz
+    /// --list`, `GATTLAB_FUZZ_MODULES` in Package.swift); nil: every module the targets exercise.
+    /// libFuzzer reads and clears every counter of the binary after each input, so a target whose
+    /// code is one codec runs about twice as fast with that codec alone instrumented.
+    public var instrumentedModules: [String]?
 
     public init(name: String, summary: String, maxLength: Int = 4096, seeds: @escaping @Sendable () -> [[UInt8]],
                 dictionary: [[UInt8]] = [],
@@ -125,6 +130,14 @@ public struct FuzzTarget: Sendable {
         self.minimizeTries = minimizeTries
         self.execute = execute
         self.artifact = artifact
+    }
+
+    /// The target, instrumented in a libFuzzer build only where `types` are defined: their
+    /// modules (a codec's namespace type: its <Name>Codec module).
+    public func instrumenting(modulesOf types: [Any.Type]) -> FuzzTarget {
+        var t = self
+        t.instrumentedModules = types.map { String(String(reflecting: $0).prefix { $0 != "." }) }
+        return t
     }
 
     /// Runs one input outside a campaign (a reproducer, a libFuzzer harness).

@@ -14,6 +14,10 @@ public protocol FuzzableProtocol: DeviceProtocol {
     static var fuzzTargets: [FuzzTarget] { get }
     /// Where its targets are listed among the others (see `FuzzTargetGroup`).
     static var fuzzTargetGroup: FuzzTargetGroup { get }
+    /// A type of its codec's own module (its namespace, in <Name>Codec): a libFuzzer
+    /// build of its `fuzzTargets` instruments that module alone (`FuzzTarget.instrumentedModules`).
+    /// nil: every module, for targets whose code is not in one codec.
+    static var codec: Any.Type? { get }
     /// Structure-aware mutations of values of its characteristics, in the order a device
     /// session's mutator draws from them (every protocol's, in registration order).
     static var valueMutators: [FuzzValueMutator] { get }
@@ -41,6 +45,7 @@ public protocol FuzzableProtocol: DeviceProtocol {
 
 extension FuzzableProtocol {
     public static var fuzzTargetGroup: FuzzTargetGroup { .values }
+    public static var codec: Any.Type? { nil }
     public static var valueMutators: [FuzzValueMutator] { [] }
     public static var captureSeedExchange: [CaptureSeedPDU] { [] }
     public static var deviceFuzzTargets: [DeviceFuzzTarget] { [] }

@@ -75,13 +75,14 @@ public enum LibFuzzerHarness {
         return out
     }
 
-    /// What `--list` prints: `name<TAB>maxLength<TAB>dictionary tokens`, one target a line
-    /// (.clusterfuzzlite/build.sh reads it; the driver needs no gattlab beside it).
+    /// What `--list` prints: `name<TAB>maxLength<TAB>dictionary tokens<TAB>instrumented
+    /// modules`, one target a line; the modules comma-separated, or `*` for every module the
+    /// targets exercise (.clusterfuzzlite/build.sh reads it and builds the driver once per set of
+    /// modules; the driver needs no gattlab beside it).
     public static func listing(protocols: ProtocolSet) -> String {
-        FuzzTargets.decoders(protocols).map { "\($0.name)\t\($0.maxLength)\t\($0.dictionary.count)" }.joined(separator: "\n")
-            + FuzzTargets.devices(protocols).compactMap { d in
-                (try? d.make([], protocols)).map { "\n\($0.name)\t\($0.maxLength)\t\($0.dictionary.count)" }
-            }.joined()
+        (FuzzTargets.decoders(protocols) + FuzzTargets.devices(protocols).compactMap { try? $0.make([], protocols) })
+            .map { "\($0.name)\t\($0.maxLength)\t\($0.dictionary.count)\t\($0.instrumentedModules?.joined(separator: ",") ?? "*")" }
+            .joined(separator: "\n")
     }
 
     /// A dictionary in libFuzzer's format (`-dict=FILE`): one quoted token a line, bytes outside

@@ -26,9 +26,11 @@ public enum FuzzTargets {
     static func decoders(_ protocols: ProtocolSet) -> [FuzzTarget] {
         let fuzzable = protocols.conforming(to: (any FuzzableProtocol.Type).self)
         func group(_ g: FuzzTargetGroup) -> [FuzzTarget] {
-            fuzzable.filter { $0.fuzzTargetGroup == g }.flatMap { $0.fuzzTargets }
+            fuzzable.filter { $0.fuzzTargetGroup == g }.flatMap { p in
+                p.codec.map { codec in p.fuzzTargets.map { $0.instrumenting(modulesOf: [codec]) } } ?? p.fuzzTargets
+            }
         }
-        return group(.values) + [att] + group(.messages) + [capture(timeline: false, protocols: protocols), capture(timeline: true, protocols: protocols)]
+        return group(.values) + [att.instrumenting(modulesOf: [ATTPDU.self])] + group(.messages) + [capture(timeline: false, protocols: protocols), capture(timeline: true, protocols: protocols)]
     }
 
     /// The value mutators of every protocol in the set, in registration order.

@@ -50,14 +50,15 @@ struct FuzzCommand: ParsableCommand {
     struct List: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "list", abstract: "List the fuzz targets.", discussion: ExitStatus.help([.success, .usage]))
 
-        @Option(name: .long, help: "Output format: text, or json (name, summary, maxLength: the libFuzzer -max_len make fuzz passes).")
+        @Option(name: .long, help: "Output format: text, or json (name, summary, maxLength: the libFuzzer -max_len make fuzz passes; instrumentedModules: the modules a libFuzzer build of the target instruments, null for every one).")
         var format: OutputFormatOption = .text
 
         func run() throws {
             if format == .json {
                 let rows = try FuzzTargets.names(protocols: GATTLabProtocols.all).map { name in
                     let t = try FuzzTargets.named(name, protocols: GATTLabProtocols.all)
-                    return "{\"name\":\"\(t.name)\",\"summary\":\(Self.quoted(t.summary)),\"maxLength\":\(t.maxLength)}"
+                    let modules = t.instrumentedModules.map { "[" + $0.map { "\"\($0)\"" }.joined(separator: ",") + "]" } ?? "null"
+                    return "{\"name\":\"\(t.name)\",\"summary\":\(Self.quoted(t.summary)),\"maxLength\":\(t.maxLength),\"instrumentedModules\":\(modules)}"
                 }
                 let device = "{\"name\":\"\(Run.blackBoxName)\",\"summary\":\"any GATT device, black-box (--target)\",\"maxLength\":4096,\"blackBox\":true}"
                 print("[" + (rows + [device]).joined(separator: ",\n ") + "]")

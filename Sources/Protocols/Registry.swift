@@ -1,3 +1,11 @@
+// Each protocol's codec (its Codec/ folder) is a module of its own, so that a libFuzzer build can
+// instrument one codec alone (Package.swift); re-exported here, so that whoever imports
+// Protocols sees each protocol whole, as it sees the list below.
+@_exported import ESPProvisioningCodec
+@_exported import ImprovCodec
+@_exported import NRF7Codec
+@_exported import SensorScanCodec
+@_exported import SpeakerOTACodec
 import GATT
 import Profiles
 

@@ -29,6 +29,31 @@ final class FuzzRegistryTests: XCTestCase {
         XCTAssertEqual(listing, names)
     }
 
+    /// Each protocol's targets are built instrumenting its codec's module alone, and that module
+    /// is where its parsers are: a codec moved back into Protocols (or a protocol naming a type
+    /// of another module) would give libFuzzer a build that sees none of the parsers' branches.
+    func testEveryProtocolsTargetsInstrumentItsOwnCodecModule() throws {
+        let protocols = GATTLabProtocols.all
+        var codecs: [String] = []
+        for p in protocols.conforming(to: (any FuzzableProtocol.Type).self) {
+            let codec = try XCTUnwrap(p.codec, "\(p.name): no codec module named")
+            let module = String(String(reflecting: codec).prefix { $0 != "." })
+            XCTAssertTrue(module.hasSuffix("Codec") && module != "Protocols", "\(p.name): \(module)")
+            codecs.append(module)
+            for t in p.fuzzTargets {
+                XCTAssertEqual(try FuzzTargets.named(t.name, protocols: protocols).instrumentedModules, [module], t.name)
+            }
+        }
+        XCTAssertEqual(Set(codecs).count, codecs.count, "two protocols share a codec module: \(codecs)")
+        // The codec folders are the modules Package.swift makes (Sources/Protocols/<folder>/Codec).
+        let folders = try FileManager.default.contentsOfDirectory(atPath: Files.root.appendingPathComponent("Sources/Protocols").path)
+            .filter { FileManager.default.fileExists(atPath: Files.root.appendingPathComponent("Sources/Protocols/\($0)/Codec").path) }
+        XCTAssertEqual(Set(folders.map { $0 + "Codec" }), Set(codecs))
+        // The whole-capture targets run every layer: every fuzzed module.
+        XCTAssertNil(try FuzzTargets.named("capture", protocols: protocols).instrumentedModules)
+        XCTAssertEqual(try FuzzTargets.named("att", protocols: protocols).instrumentedModules, ["ATT"])
+    }
+
     func testUnknownOrMissingTargetIsRefusedWithTheList() {
         let protocols = GATTLabProtocols.all
         let known = LibFuzzerHarness.targetNames(protocols: protocols).joined(separator: ", ")

@@ -23,11 +23,11 @@ final class LibFuzzerDriverTests: XCTestCase {
     }
 
     /// The in-process targets of `gattlab fuzz list --format json` (not the black-box device).
-    static func listed() throws -> [(name: String, maxLength: Int)] {
+    static func listed() throws -> [(name: String, maxLength: Int, modules: String)] {
         let r = try Harness.run(Harness.gattlab, ["fuzz", "list", "--format", "json"])
         let rows = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [[String: Any]])
         return rows.filter { $0["blackBox"] as? Bool != true }.compactMap { row in
-            (row["name"] as? String).map { ($0, row["maxLength"] as? Int ?? -1) }
+            (row["name"] as? String).map { ($0, row["maxLength"] as? Int ?? -1, (row["instrumentedModules"] as? [String])?.joined(separator: ",") ?? "*") }
         }
     }
 
@@ -40,9 +40,15 @@ final class LibFuzzerDriverTests: XCTestCase {
         let rows = list.stdout.split(separator: "\n").map { $0.split(separator: "\t").map(String.init) }
         XCTAssertEqual(rows.map { $0[0] }, listed.map(\.name))
         XCTAssertEqual(rows.map { Int($0[1]) ?? 0 }, listed.map(\.maxLength))
+        // and the modules build.sh instruments for each: a codec's targets their codec's module
+        // alone, the whole-capture and device targets every module (*).
+        XCTAssertEqual(rows.map { $0.count > 3 ? $0[3] : "" }, listed.map(\.modules))
+        XCTAssertEqual(listed.first { $0.name == "status" }?.modules, "SpeakerOTACodec")
+        XCTAssertEqual(listed.first { $0.name == "scan" }?.modules, "SensorScanCodec")
+        XCTAssertEqual(listed.first { $0.name == "capture" }?.modules, "*")
         let dir = try Self.links(listed.map(\.name))
         defer { try? FileManager.default.removeItem(at: dir) }
-        for (name, _) in listed {
+        for (name, _, _) in listed {
             // Its codec-made seeds (build.sh zips them with Corpus/<name>), then those and the
             // committed corpus run once each.
             let exe = dir.appendingPathComponent("fuzz-\(name)")

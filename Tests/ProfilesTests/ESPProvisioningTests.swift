@@ -8,6 +8,7 @@ import TestSupport
 import XCTest
 import Profiles
 @testable import Protocols
+@testable import ESPProvisioningCodec
 
 /// ESP-IDF provisioning: known-answer vectors written from the proto3 layouts (tags, varints,
 /// lengths; zero values left off the wire), invalid ones, a security 1 session built here with

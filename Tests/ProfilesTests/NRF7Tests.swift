@@ -4,6 +4,7 @@ import TestSupport
 import XCTest
 import Profiles
 @testable import Protocols
+@testable import NRF7Codec
 
 /// Hex with spaces, for vectors written out by hand from the proto layouts.
 func hexBytes(_ s: String) -> [UInt8] {

@@ -3,6 +3,7 @@ import Capture
 import GATT
 import HCI
 @testable import Protocols
+@testable import SensorScanCodec
 import XCTest
 @testable import Profiles
 

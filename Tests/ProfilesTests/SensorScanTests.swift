@@ -1,6 +1,7 @@
 import XCTest
 import Profiles
 @testable import Protocols
+@testable import SensorScanCodec
 import TestSupport
 
 /// The sensor's scan responses: parsing, both marker styles, and the joiner on every split.

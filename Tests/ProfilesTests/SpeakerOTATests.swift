@@ -2,6 +2,7 @@ import Capture
 import XCTest
 import Profiles
 @testable import Protocols
+@testable import SpeakerOTACodec
 
 /// Known answers for every speaker OTA message, from PROTOCOLS.md section 3, valid and not.
 final class SpeakerOTATests: XCTestCase {

@@ -5,6 +5,8 @@ import Profiles
 /// endpoint name) go to its corpus.
 extension ESPProvisioningProtocol: FuzzableProtocol {
     public static var fuzzTargets: [FuzzTarget] { [espTarget] }
+    /// Its parsers live in ESPProvisioningCodec: a libFuzzer build of its targets instruments that alone.
+    public static var codec: Any.Type? { ESPProvisioning.self }
     public static var fuzzTargetGroup: FuzzTargetGroup { .messages }
 
     public static func corpusRouter() -> any FuzzCorpusRouting {

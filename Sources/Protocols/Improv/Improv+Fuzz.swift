@@ -8,6 +8,8 @@ import Profiles
 /// inside the value. Its characteristics' captured values go to its corpus.
 extension ImprovProtocol: FuzzableProtocol {
     public static var fuzzTargets: [FuzzTarget] { [improvTarget] }
+    /// Its parsers live in ImprovCodec: a libFuzzer build of its targets instruments that alone.
+    public static var codec: Any.Type? { Improv.self }
 
     public static func corpusRouter() -> any FuzzCorpusRouting {
         FuzzCorpusTable(Dictionary(uniqueKeysWithValues: characteristics.map { ($0, "improv") }))

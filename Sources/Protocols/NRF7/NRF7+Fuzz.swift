@@ -4,6 +4,8 @@ import Profiles
 /// nRF7 provisioning's protobuf messages as the `nrf7` fuzz target; its values go to its corpus.
 extension NRF7Protocol: FuzzableProtocol {
     public static var fuzzTargets: [FuzzTarget] { [nrf7Target] }
+    /// Its parsers live in NRF7Codec: a libFuzzer build of its targets instruments that alone.
+    public static var codec: Any.Type? { NRF7.self }
     public static var fuzzTargetGroup: FuzzTargetGroup { .messages }
 
     public static func corpusRouter() -> any FuzzCorpusRouting {

@@ -9,6 +9,8 @@ import Profiles
 /// its notifications (joined per response) to the scan corpus.
 extension SensorScanProtocol: FuzzableProtocol {
     public static var fuzzTargets: [FuzzTarget] { [scanTarget] }
+    /// Its parsers live in SensorScanCodec: a libFuzzer build of its targets instruments that alone.
+    public static var codec: Any.Type? { SensorScan.self }
 
     public static func corpusRouter() -> any FuzzCorpusRouting { ScanCorpusRouter() }
 

@@ -4,7 +4,7 @@ import SwiftProtobuf
 extension ProtoWire {
     /// Parses bytes as `M`, or records why not as a problem with `problemID`, saying where the
     /// wire format broke (from a walk of the fields) when the runtime's error does not.
-    static func parse<M: SwiftProtobuf.Message>(_ type: M.Type, _ bytes: [UInt8], what: String, problemID: String,
+    package static func parse<M: SwiftProtobuf.Message>(_ type: M.Type, _ bytes: [UInt8], what: String, problemID: String,
                                                  problems: inout [ProtocolProblem]) -> M? {
         do {
             return try M(serializedBytes: bytes)

@@ -8,6 +8,8 @@ import Profiles
 /// mutator, and what it gives the capture seeds and the corpora.
 extension SpeakerOTAProtocol: FuzzableProtocol {
     public static var fuzzTargets: [FuzzTarget] { [statusTarget, credentialsTarget, urlTarget, controlTarget] }
+    /// Its parsers live in SpeakerOTACodec: a libFuzzer build of its targets instruments that alone.
+    public static var codec: Any.Type? { SpeakerOTA.self }
 
     public static var deviceFuzzTargets: [DeviceFuzzTarget] {
         [DeviceFuzzTarget(name: "device-speaker", device: "speaker") { quirks, protocols throws(FuzzError) in

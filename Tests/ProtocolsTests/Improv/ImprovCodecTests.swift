@@ -2,6 +2,7 @@ import ATT
 import Capture
 import Profiles
 @testable import Protocols
+@testable import ImprovCodec
 import XCTest
 
 /// Improv's codec: known answers worked out from the spec (improv-wifi.com/ble), round trips,

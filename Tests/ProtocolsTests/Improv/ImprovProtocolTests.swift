@@ -2,6 +2,7 @@ import ATT
 import Capture
 import Profiles
 @testable import Protocols
+@testable import ImprovCodec
 import Replay
 import XCTest
 

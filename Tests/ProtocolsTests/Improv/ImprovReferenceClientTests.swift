@@ -1,6 +1,7 @@
 import Foundation
 import Profiles
 @testable import Protocols
+@testable import ImprovCodec
 import TestSupport
 import XCTest
 

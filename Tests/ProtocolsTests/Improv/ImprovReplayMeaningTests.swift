@@ -1,6 +1,7 @@
 import ATT
 import Profiles
 @testable import Protocols
+@testable import ImprovCodec
 import XCTest
 
 /// What replay counts as the same RPC result from another device. At MTU 23 both devices cut their

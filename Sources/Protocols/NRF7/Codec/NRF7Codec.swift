@@ -1,5 +1,6 @@
 import Capture
 import Foundation
+import ProtocolsShared
 import SwiftProtobuf
 import Profiles
 
@@ -92,26 +93,9 @@ struct NRF7Decoding {
     }
 }
 
-/// Encoding helpers: a generated message seeded with the unknown fields (and the unknown enum
-/// numbers, which proto2 keeps among them), then the known fields set.
-enum NRF7Encoding {
-    static func seed<M: SwiftProtobuf.Message>(_ type: M.Type, _ unknown: [UInt8], enums: [(Int, ProtoEnumValue?)]) -> M {
-        var extra = unknown
-        for (field, value) in enums {
-            if let value, !value.isKnown { extra += ProtoWire.enumField(field, value.raw) }
-        }
-        guard !extra.isEmpty else { return M() }
-        return (try? M(serializedBytes: extra)) ?? M()
-    }
-
-    static func bytes(_ m: some SwiftProtobuf.Message) -> [UInt8] {
-        (try? m.serializedBytes()) ?? []
-    }
-}
-
 extension NRF7.WifiInfo {
     var proto: NRF7Proto_WifiInfo {
-        var m = NRF7Encoding.seed(NRF7Proto_WifiInfo.self, unknownFields, enums: [(3, band), (5, auth)])
+        var m = ProtobufEncoding.seed(NRF7Proto_WifiInfo.self, unknownFields, enums: [(3, band), (5, auth)])
         if let ssid { m.ssid = Data(ssid) }
         if let bssid { m.bssid = Data(bssid) }
         if let b = band, let g = NRF7Proto_Band(rawValue: b.raw), b.isKnown { m.band = g }
@@ -123,7 +107,7 @@ extension NRF7.WifiInfo {
 
 extension NRF7.ScanParams {
     var proto: NRF7Proto_ScanParams {
-        var m = NRF7Encoding.seed(NRF7Proto_ScanParams.self, unknownFields, enums: [(1, band)])
+        var m = ProtobufEncoding.seed(NRF7Proto_ScanParams.self, unknownFields, enums: [(1, band)])
         if let b = band, let g = NRF7Proto_Band(rawValue: b.raw), b.isKnown { m.band = g }
         if let passive { m.passive = passive }
         if let periodMs { m.periodMs = periodMs }
@@ -134,7 +118,7 @@ extension NRF7.ScanParams {
 
 extension NRF7.WifiConfig {
     var proto: NRF7Proto_WifiConfig {
-        var m = NRF7Encoding.seed(NRF7Proto_WifiConfig.self, unknownFields, enums: [])
+        var m = ProtobufEncoding.seed(NRF7Proto_WifiConfig.self, unknownFields, enums: [])
         if let wifi { m.wifi = wifi.proto }
         if let passphrase { m.passphrase = Data(passphrase.unsafeBytes) }
         if let volatileMemory { m.volatileMemory = volatileMemory }
@@ -145,11 +129,11 @@ extension NRF7.WifiConfig {
 
 extension NRF7.DeviceStatus {
     var proto: NRF7Proto_DeviceStatus {
-        var m = NRF7Encoding.seed(NRF7Proto_DeviceStatus.self, unknownFields, enums: [(1, state)])
+        var m = ProtobufEncoding.seed(NRF7Proto_DeviceStatus.self, unknownFields, enums: [(1, state)])
         if let s = state, let g = NRF7Proto_ConnectionState(rawValue: s.raw), s.isKnown { m.state = g }
         if let provisioningInfo { m.provisioningInfo = provisioningInfo.proto }
         if hasConnectionInfo {
-            var ci = NRF7Encoding.seed(NRF7Proto_ConnectionInfo.self, connectionInfoUnknownFields, enums: [])
+            var ci = ProtobufEncoding.seed(NRF7Proto_ConnectionInfo.self, connectionInfoUnknownFields, enums: [])
             if let ip4Address { ci.ip4Addr = Data(ip4Address) }
             m.connectionInfo = ci
         }
@@ -160,7 +144,7 @@ extension NRF7.DeviceStatus {
 
 extension NRF7.ScanRecord {
     var proto: NRF7Proto_ScanRecord {
-        var m = NRF7Encoding.seed(NRF7Proto_ScanRecord.self, unknownFields, enums: [])
+        var m = ProtobufEncoding.seed(NRF7Proto_ScanRecord.self, unknownFields, enums: [])
         if let wifi { m.wifi = wifi.proto }
         if let rssi { m.rssi = rssi }
         return m
@@ -169,9 +153,9 @@ extension NRF7.ScanRecord {
 
 extension NRF7.Info {
     public func encode() -> [UInt8] {
-        var m = NRF7Encoding.seed(NRF7Proto_Info.self, unknownFields, enums: [])
+        var m = ProtobufEncoding.seed(NRF7Proto_Info.self, unknownFields, enums: [])
         if let version { m.version = version }
-        return NRF7Encoding.bytes(m)
+        return ProtobufEncoding.bytes(m)
     }
 
     public static func decode(_ bytes: [UInt8]) -> (NRF7.Info?, [ProtocolProblem]) {
@@ -186,11 +170,11 @@ extension NRF7.Info {
 
 extension NRF7.Request {
     public func encode() -> [UInt8] {
-        var m = NRF7Encoding.seed(NRF7Proto_Request.self, unknownFields, enums: [(1, opCode)])
+        var m = ProtobufEncoding.seed(NRF7Proto_Request.self, unknownFields, enums: [(1, opCode)])
         if let o = opCode, let g = NRF7Proto_OpCode(rawValue: o.raw), o.isKnown { m.opCode = g }
         if let scanParams { m.scanParams = scanParams.proto }
         if let config { m.config = config.proto }
-        return NRF7Encoding.bytes(m)
+        return ProtobufEncoding.bytes(m)
     }
 
     public static func decode(_ bytes: [UInt8]) -> (NRF7.Request?, [ProtocolProblem]) {
@@ -210,11 +194,11 @@ extension NRF7.Request {
 
 extension NRF7.Response {
     public func encode() -> [UInt8] {
-        var m = NRF7Encoding.seed(NRF7Proto_Response.self, unknownFields, enums: [(1, requestOpCode), (2, status)])
+        var m = ProtobufEncoding.seed(NRF7Proto_Response.self, unknownFields, enums: [(1, requestOpCode), (2, status)])
         if let o = requestOpCode, let g = NRF7Proto_OpCode(rawValue: o.raw), o.isKnown { m.requestOpCode = g }
         if let s = status, let g = NRF7Proto_Status(rawValue: s.raw), s.isKnown { m.status = g }
         if let deviceStatus { m.deviceStatus = deviceStatus.proto }
-        return NRF7Encoding.bytes(m)
+        return ProtobufEncoding.bytes(m)
     }
 
     public static func decode(_ bytes: [UInt8]) -> (NRF7.Response?, [ProtocolProblem]) {
@@ -235,11 +219,11 @@ extension NRF7.Response {
 
 extension NRF7.Result {
     public func encode() -> [UInt8] {
-        var m = NRF7Encoding.seed(NRF7Proto_Result.self, unknownFields, enums: [(2, state), (3, reason)])
+        var m = ProtobufEncoding.seed(NRF7Proto_Result.self, unknownFields, enums: [(2, state), (3, reason)])
         if let scanRecord { m.scanRecord = scanRecord.proto }
         if let s = state, let g = NRF7Proto_ConnectionState(rawValue: s.raw), s.isKnown { m.state = g }
         if let r = reason, let g = NRF7Proto_ConnectionFailureReason(rawValue: r.raw), r.isKnown { m.reason = g }
-        return NRF7Encoding.bytes(m)
+        return ProtobufEncoding.bytes(m)
     }
 
     public static func decode(_ bytes: [UInt8]) -> (NRF7.Result?, [ProtocolProblem]) {

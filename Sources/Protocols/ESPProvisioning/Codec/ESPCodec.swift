@@ -1,5 +1,6 @@
 import Capture
 import Foundation
+import ProtocolsShared
 import SwiftProtobuf
 import Profiles
 
@@ -109,7 +110,7 @@ extension ESPProvisioning.SessionMessage {
             p.msg = ESPProto_Sec2MsgType(rawValue: step.raw) ?? .s2SessionCommand0
             m.sec2 = p
         }
-        return NRF7Encoding.bytes(m)
+        return ProtobufEncoding.bytes(m)
     }
 
     public static func decode(_ bytes: [UInt8]) -> (ESPProvisioning.SessionMessage?, [ProtocolProblem]) {
@@ -221,7 +222,7 @@ extension ESPProvisioning.ConfigMessage {
             r.status = ESPProto_Status(rawValue: status.raw) ?? .success
             m.respApplyConfig = r
         }
-        return NRF7Encoding.bytes(m)
+        return ProtobufEncoding.bytes(m)
     }
 
     public static func decode(_ bytes: [UInt8]) -> (ESPProvisioning.ConfigMessage?, [ProtocolProblem]) {
@@ -304,7 +305,7 @@ extension ESPProvisioning.ScanMessage {
             }
             m.respScanResult = r
         }
-        return NRF7Encoding.bytes(m)
+        return ProtobufEncoding.bytes(m)
     }
 
     public static func decode(_ bytes: [UInt8]) -> (ESPProvisioning.ScanMessage?, [ProtocolProblem]) {
