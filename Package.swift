@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.1
 // GATTLab: record, decode, replay and fuzz BLE GATT traffic. The module graph follows
 // DESIGN.md: data flows Capture -> HCI -> ATT/GATT -> (Profiles, Analysis, Report), and no
 // module imports one above it.
@@ -66,7 +66,12 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         // Runtime for the generated nRF7 and ESP-IDF provisioning messages (code generated once, committed).
-        .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0"),
+        // Its traits (BinaryDelimitedStreams, FieldMaskUtilities) are APIs GATTLab does not use,
+        // and SwiftPM passes their -D flags in an order that changes from one evaluation of the
+        // manifests to the next: every libFuzzer build per codec (.clusterfuzzlite/build.sh
+        // evaluates them anew for each) compiled the protobuf runtime again, 94 files, about
+        // half the time.
+        .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0", traits: []),
         // X25519, SHA-256 and AES-CTR for ESP-IDF security 1 sessions; AES for LE link-layer encryption.
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
     ],
