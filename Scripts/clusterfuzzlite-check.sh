@@ -102,7 +102,10 @@ while IFS=$'\t' read -r t max_len modules; do
   fi
 done <<< "$list"
 echo "clusterfuzzlite: $passed targets ran ${seconds}s each, $failed failed [$(( $(date +%s) - built )) s]"
-if [ "$most_codec" -gt 0 ] && [ "$fewest_all" -gt 0 ] && [ $((most_codec * 4)) -gt "$fewest_all" ]; then
+if [ "$most_codec" -eq 0 ]; then
+  echo "clusterfuzzlite: no target ran from a build of its own modules (fuzz list's instrumentedModules): every copy instruments every module"
+  failed=$((failed + 1))
+elif [ "$fewest_all" -gt 0 ] && [ $((most_codec * 4)) -gt "$fewest_all" ]; then
   echo "clusterfuzzlite: a codec's target has $most_codec PCs, not under a quarter of the $fewest_all of a target built with every module: its own build is not what runs"
   failed=$((failed + 1))
 fi

@@ -132,11 +132,11 @@ public struct FuzzTarget: Sendable {
         self.artifact = artifact
     }
 
-    /// The target, instrumented in a libFuzzer build only where `types` are defined: their
-    /// modules (a codec's namespace type: its <Name>Codec module).
-    public func instrumenting(modulesOf types: [Any.Type]) -> FuzzTarget {
+    /// The target, instrumented in a libFuzzer build only in the module that defines `type` (a
+    /// codec's namespace type: its <Name>Codec module).
+    public func instrumenting(moduleOf type: Any.Type) -> FuzzTarget {
         var t = self
-        t.instrumentedModules = types.map { String(String(reflecting: $0).prefix { $0 != "." }) }
+        t.instrumentedModules = [String(String(reflecting: type).prefix { $0 != "." })]
         return t
     }
 

@@ -27,10 +27,10 @@ public enum FuzzTargets {
         let fuzzable = protocols.conforming(to: (any FuzzableProtocol.Type).self)
         func group(_ g: FuzzTargetGroup) -> [FuzzTarget] {
             fuzzable.filter { $0.fuzzTargetGroup == g }.flatMap { p in
-                p.codec.map { codec in p.fuzzTargets.map { $0.instrumenting(modulesOf: [codec]) } } ?? p.fuzzTargets
+                p.codec.map { codec in p.fuzzTargets.map { $0.instrumenting(moduleOf: codec) } } ?? p.fuzzTargets
             }
         }
-        return group(.values) + [att.instrumenting(modulesOf: [ATTPDU.self])] + group(.messages) + [capture(timeline: false, protocols: protocols), capture(timeline: true, protocols: protocols)]
+        return group(.values) + [att.instrumenting(moduleOf: ATTPDU.self)] + group(.messages) + [capture(timeline: false, protocols: protocols), capture(timeline: true, protocols: protocols)]
     }
 
     /// The value mutators of every protocol in the set, in registration order.
