@@ -36,7 +36,7 @@ public protocol ProtocolAnalysis: DeviceProtocol {
     /// The device's outcome and one-line summary as this protocol tells it, ending with `links`
     /// ("2 connections, 1 encrypted, 35.7 s"); nil when the device did not speak it. The first
     /// protocol in registration order with a story tells the device's.
-    static func story(of events: [TimelineEvent], in timeline: Timeline, device: Int, links: String) -> (TimelineDevice.Outcome, String)?
+    static func story(of events: TimelineEventSelection, in timeline: Timeline, device: Int, links: String) -> (TimelineDevice.Outcome, String)?
 }
 
 extension ProtocolAnalysis {
@@ -48,7 +48,7 @@ extension ProtocolAnalysis {
     public static var diagnoses: [Diagnoses.Rule] { [] }
     public static var problemsToldElsewhere: Set<String> { [] }
     public static func answersNeedSubscription(to message: any ProfileMessage) -> (characteristic: BluetoothUUID, name: String)? { nil }
-    public static func story(of events: [TimelineEvent], in timeline: Timeline, device: Int, links: String) -> (TimelineDevice.Outcome, String)? { nil }
+    public static func story(of events: TimelineEventSelection, in timeline: Timeline, device: Int, links: String) -> (TimelineDevice.Outcome, String)? { nil }
 }
 
 /// Follows one device's state through its protocol's messages while the timeline is built,

@@ -7,7 +7,7 @@ enum Summaries {
     static func summarise(_ t: inout Timeline, protocols: [any ProtocolAnalysis.Type]) {
         let positions = t.eventPositionsByDevice()
         for d in t.devices.indices {
-            let events = positions[d].map { t.events[Int($0)] }
+            let events = TimelineEventSelection(t.events, at: positions[d])
             t.devices[d].linkCounts = counts(events, timeline: t, device: d)
             let (outcome, line) = story(events, timeline: t, device: d, protocols: protocols)
             t.devices[d].outcome = outcome
@@ -15,7 +15,7 @@ enum Summaries {
         }
     }
 
-    static func counts(_ events: [TimelineEvent], timeline t: Timeline, device d: Int) -> LinkCounts {
+    static func counts(_ events: TimelineEventSelection, timeline t: Timeline, device d: Int) -> LinkCounts {
         var n = LinkCounts()
         for c in t.devices[d].connections {
             let connection = t.connections[c]
@@ -42,7 +42,7 @@ enum Summaries {
         return line + ", \(span)"
     }
 
-    static func story(_ events: [TimelineEvent], timeline t: Timeline, device d: Int,
+    static func story(_ events: TimelineEventSelection, timeline t: Timeline, device d: Int,
                       protocols: [any ProtocolAnalysis.Type]) -> (TimelineDevice.Outcome, String) {
         let span = TimelineBuilder.seconds(t.devices[d].end - t.devices[d].start)
         let n = t.devices[d].linkCounts

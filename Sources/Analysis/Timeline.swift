@@ -315,6 +315,22 @@ extension Timeline {
     }
 }
 
+/// Some of a timeline's events, in order, read where they are: one device's events without a
+/// copy of them (a copy of the busiest device's was 12 MB of a day's timeline).
+public struct TimelineEventSelection: RandomAccessCollection, Sendable {
+    let events: [TimelineEvent]
+    let positions: [Int32]
+
+    init(_ events: [TimelineEvent], at positions: [Int32]) {
+        self.events = events
+        self.positions = positions
+    }
+
+    public var startIndex: Int { 0 }
+    public var endIndex: Int { positions.count }
+    public subscript(position: Int) -> TimelineEvent { events[Int(positions[position])] }
+}
+
 extension TimelineEvent {
     /// A text field's value, if the event has it.
     public func string(_ name: String) -> String? {

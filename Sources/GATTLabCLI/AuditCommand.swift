@@ -103,33 +103,29 @@ struct AuditCommand: ParsableCommand {
         for r in results { if let e = r.error { status = status.worst(report(e, decoded: r.report.records)) } }
         let reports = results.filter { $0.error == nil || $0.report.records > 0 }.map(\.report)
         let renderOptions = RenderOptions(reveal: options.revealSecrets, absoluteTime: absoluteTime, pretty: pretty)
-        if !reports.isEmpty, format != .sarif, output == nil || output == "-" {
-            // Streamed: the audit of a day of captures makes megabytes of text or JSON.
-            let out = BufferedOutput()
-            if format == .json {
-                AuditJSON.write(reports, options: renderOptions, to: out)
-                out.line("")
-            } else {
-                AuditText.write(reports, options: renderOptions, colors: Style.forStdout(disabled: options.noColor).enabled && output == nil, to: out)
-            }
-            out.flush()
-        } else if !reports.isEmpty {
-            let text: String
-            switch format {
-            case .text:
-                let colors = Style.forStdout(disabled: options.noColor).enabled && output == nil
-                text = AuditText.render(reports, options: renderOptions, colors: colors)
-            case .json:
-                text = (reports.count == 1 ? AuditJSON.render(reports[0], options: renderOptions) : AuditJSON.render(reports, options: renderOptions)) + "\n"
-            case .sarif:
-                text = AuditSARIF.render(reports, protocols: GATTLabProtocols.all, options: renderOptions, toolVersion: GattlabCommand.configuration.version) + "\n"
+        if !reports.isEmpty {
+            // Written as it is made, to stdout or the file: the audit of a day of captures makes
+            // megabytes of text, JSON or SARIF.
+            let colors = Style.forStdout(disabled: options.noColor).enabled && output == nil
+            let body: (BufferedOutput) -> Void = { [format] out in
+                switch format {
+                case .text:
+                    AuditText.write(reports, options: renderOptions, colors: colors, to: out)
+                case .json:
+                    AuditJSON.write(reports, options: renderOptions, to: out)
+                    out.line("")
+                case .sarif:
+                    AuditSARIF.write(reports, protocols: GATTLabProtocols.all, options: renderOptions,
+                                     toolVersion: GattlabCommand.configuration.version, to: out)
+                    out.line("")
+                }
             }
             if let output, output != "-" {
-                try OutputFiles.write(text, to: output, force: force, protecting: paths)
+                try OutputFiles.write(to: output, force: force, protecting: paths, body)
                 printError("gattlab: wrote \(output)")
             } else {
                 let out = BufferedOutput()
-                out.write(text)
+                body(out)
                 out.flush()
             }
         }

@@ -1,5 +1,6 @@
 import Capture
 import Foundation
+import Report
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -83,6 +84,12 @@ enum OutputFiles {
     }
 
     static func write(_ text: String, to path: String, force: Bool, protecting inputs: [String]) throws {
+        try write(to: path, force: force, protecting: inputs) { $0.write(text) }
+    }
+
+    /// The output written by `body` as it makes it (a large timeline's text is never one string
+    /// in memory), with the same care: into a temporary file, renamed when all of it is written.
+    static func write(to path: String, force: Bool, protecting inputs: [String], _ body: (BufferedOutput) -> Void) throws {
         if inputs.contains(where: { sameFile($0, path) }) {
             throw Failure(.cannotCreate, "the output is an input; nothing written", file: path, hint: "choose another output with -o")
         }
@@ -90,8 +97,19 @@ enum OutputFiles {
             throw Failure(.cannotCreate, "the output exists; nothing written", file: path, hint: "add --force to replace it, or choose another -o")
         }
         let temp = path + ".tmp-\(getpid())"
-        guard FileManager.default.createFile(atPath: temp, contents: Data(text.utf8)) else {
+        let fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o666)
+        guard fd >= 0 else {
             throw Failure(.cannotCreate, "cannot write the output", file: path, hint: "check that the folder exists and is writable")
+        }
+        let out = BufferedOutput(fd: fd)
+        body(out)
+        out.flush()
+        let failure = out.failure != 0 ? out.failure : (close(fd) == 0 ? 0 : errno)
+        if out.failure != 0 { close(fd) }
+        guard failure == 0 else {
+            unlink(temp)
+            throw Failure(.cannotCreate, "cannot write the output (\(String(cString: strerror(failure))))", file: path,
+                          hint: "check the free space of the disk")
         }
         guard rename(temp, path) == 0 else {
             unlink(temp)

@@ -136,29 +136,23 @@ struct TimelineCommand: ParsableCommand {
         switch format {
         case .text:
             let colors = TimelineText.Colors(enabled: Style.forStdout(disabled: options.noColor).enabled && output == nil)
-            var text = ""
-            for (i, t) in timelines.enumerated() {
-                if i > 0 { text += "\n" }
-                text += TimelineText.render(t, options: renderOptions, colors: colors, eventsToo: single || events)
+            try emit(to: output) { out in
+                for (i, t) in timelines.enumerated() {
+                    if i > 0 { out.write("\n") }
+                    TimelineText.write(t, options: renderOptions, colors: colors, eventsToo: single || events, to: out)
+                }
+                if !single { out.write("\n" + TimelineSummaryTable.render(timelines)) }
             }
-            if !single { text += "\n" + TimelineSummaryTable.render(timelines) }
-            try emit(text, to: output)
         case .json:
-            guard let output, output != "-" else {
-                // Streamed: a day of captures makes hundreds of megabytes of JSON.
-                let out = BufferedOutput()
+            try emit(to: output) { out in
                 TimelineJSON.write(timelines, options: renderOptions, to: out)
                 out.line("")
-                out.flush()
-                return
             }
-            let text = single ? TimelineJSON.render(timelines[0], options: renderOptions) : TimelineJSON.render(timelines, options: renderOptions)
-            try emit(text + "\n", to: output)
         case .html, .perfetto:
-            let render: (Timeline) -> String = format == .html
-                ? { TimelineHTML.render($0, options: renderOptions) } : { TimelinePerfetto.render($0, options: renderOptions) }
+            let write: (Timeline, BufferedOutput) -> Void = format == .html
+                ? { TimelineHTML.write($0, options: renderOptions, to: $1) } : { TimelinePerfetto.write($0, options: renderOptions, to: $1) }
             if single {
-                try emit(render(timelines[0]), to: output)
+                try emit(to: output) { write(timelines[0], $0) }
                 return
             }
             guard let dir = output else {
@@ -169,7 +163,7 @@ struct TimelineCommand: ParsableCommand {
             var written: [String] = []
             for (t, name) in zip(timelines, CaptureFiles.outputNames(timelines.map(\.source))) {
                 let path = (dir as NSString).appendingPathComponent("\(name).\(ext)")
-                try OutputFiles.write(render(t), to: path, force: force, protecting: timelines.map(\.source))
+                try OutputFiles.write(to: path, force: force, protecting: timelines.map(\.source)) { write(t, $0) }
                 written.append(path)
             }
             printError("gattlab: wrote \(written.count) \(format.rawValue) files into \(dir)")
@@ -177,14 +171,16 @@ struct TimelineCommand: ParsableCommand {
         }
     }
 
-    private func emit(_ text: String, to path: String?) throws {
+    /// Every format is written as it is made, to stdout or the file: a day of captures makes
+    /// hundreds of megabytes of any of them.
+    private func emit(to path: String?, _ body: (BufferedOutput) -> Void) throws {
         guard let path, path != "-" else {
             let out = BufferedOutput()
-            out.write(text)
+            body(out)
             out.flush()
             return
         }
-        try OutputFiles.write(text, to: path, force: force, protecting: files)
+        try OutputFiles.write(to: path, force: force, protecting: files, body)
         printError("gattlab: wrote \(path)")
     }
 }

@@ -17,6 +17,20 @@ public enum AuditSARIF {
     public static func render(_ reports: [AuditReport], protocols: ProtocolSet, options: RenderOptions = .init(), toolVersion: String,
                               informationUri: String? = nil) -> String {
         var w = JSONWriter(pretty: options.pretty)
+        write(reports, protocols: protocols, options: options, toolVersion: toolVersion, informationUri: informationUri, into: &w)
+        return w.text
+    }
+
+    /// The same log written to `out` as it is made.
+    public static func write(_ reports: [AuditReport], protocols: ProtocolSet, options: RenderOptions = .init(), toolVersion: String,
+                             informationUri: String? = nil, to out: BufferedOutput) {
+        var w = JSONWriter(pretty: options.pretty, sink: { out.write(bytes: $0) })
+        write(reports, protocols: protocols, options: options, toolVersion: toolVersion, informationUri: informationUri, into: &w)
+        w.finish()
+    }
+
+    static func write(_ reports: [AuditReport], protocols: ProtocolSet, options: RenderOptions, toolVersion: String,
+                      informationUri: String?, into w: inout JSONWriter) {
         w.beginObject()
         w.field("$schema", schemaURI)
         w.field("version", "2.1.0")
@@ -84,7 +98,6 @@ public enum AuditSARIF {
         w.endObject()
         w.endArray()
         w.endObject()
-        return w.text
     }
 
     static func writeRule(_ rule: AuditRuleInfo, into w: inout JSONWriter) {

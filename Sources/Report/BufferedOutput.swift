@@ -152,11 +152,16 @@ public final class BufferedOutput {
         endLine()
     }
 
+    /// The first error a write met (an errno; 0 for none): a full disk under `-o FILE` must
+    /// fail the command, not leave a short file behind. A closed pipe ends the program instead.
+    public private(set) var failure: Int32 = 0
+
     public func flush() {
         guard count > 0, !collects else { return }
-        let failure = writeAll(fd, UnsafeRawBufferPointer(start: base, count: count))
+        let failed = writeAll(fd, UnsafeRawBufferPointer(start: base, count: count))
         count = 0
-        if failure == EPIPE { exit(0) }
+        if failed == EPIPE { exit(0) }
+        if failure == 0 { failure = failed }
     }
 
     // MARK: Fast formatting of the pieces JSON Lines and text output are made of.

@@ -7,8 +7,21 @@ import Analysis
 /// Timestamps are microseconds since the capture's first record.
 public enum TimelinePerfetto {
     public static func render(_ t: Timeline, options: RenderOptions = .init()) -> String {
-        let start = t.firstTime ?? 0
         var w = JSONWriter()
+        write(t, options: options, into: &w)
+        return w.text
+    }
+
+    /// The same trace written to `out` as it is made: a day's capture makes a trace of tens of
+    /// megabytes, which as one string (and its copy) was most of the command's memory.
+    public static func write(_ t: Timeline, options: RenderOptions = .init(), to out: BufferedOutput) {
+        var w = JSONWriter(sink: { out.write(bytes: $0) })
+        write(t, options: options, into: &w)
+        w.finish()
+    }
+
+    static func write(_ t: Timeline, options: RenderOptions, into w: inout JSONWriter) {
+        let start = t.firstTime ?? 0
         w.beginObject()
         w.key("displayTimeUnit"); w.string("ms")
         w.key("traceEvents"); w.beginArray()
@@ -92,6 +105,5 @@ public enum TimelinePerfetto {
         }
         w.endArray()
         w.endObject()
-        return w.text
     }
 }

@@ -25,11 +25,20 @@ public enum TimelineText {
 
     public static func render(_ t: Timeline, options: RenderOptions = .init(), colors: Colors = .init(enabled: false),
                               eventsToo: Bool = true) -> String {
+        let out = BufferedOutput.collecting()
+        write(t, options: options, colors: colors, eventsToo: eventsToo, to: out)
+        return out.text
+    }
+
+    /// The same text written to `out` as it is made: a day's capture has hundreds of thousands of
+    /// event lines, which built as one string (and then copied into the output) were 70 MB.
+    public static func write(_ t: Timeline, options: RenderOptions = .init(), colors: Colors = .init(enabled: false),
+                             eventsToo: Bool = true, to sink: BufferedOutput) {
         let start = t.firstTime ?? 0
         func at(_ v: Int64) -> String {
             options.absoluteTime ? TimeFormat.iso8601(v) : TimeFormat.relative(v, since: start)
         }
-        var out = ""
+        var out = TextSink(sink)
         out += colors.bold(t.source) + "  " + colors.dim("\(t.format), \(t.records) records, \(TimeFormat.duration(t.duration))"
             + (t.firstTime.map { ", from \(TimeFormat.iso8601($0))" } ?? "")) + "\n"
         if t.devices.isEmpty { out += "  no devices: the capture has no connections\n" }
@@ -112,7 +121,13 @@ public enum TimelineText {
             }
             if t.droppedEvents > 0 { out += "(\(t.droppedEvents) more events not kept)\n" }
         }
-        return out
+    }
+
+    /// `out += text` onto a `BufferedOutput`, so that the renderer reads as the string it once built.
+    struct TextSink {
+        let output: BufferedOutput
+        init(_ output: BufferedOutput) { self.output = output }
+        static func += (sink: inout TextSink, text: String) { sink.output.write(text) }
     }
 
     static func outcome(_ o: TimelineDevice.Outcome, _ c: Colors) -> String {

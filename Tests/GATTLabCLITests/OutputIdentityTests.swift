@@ -9,12 +9,15 @@ import XCTest
 ///   GATTLAB_UPDATE_OUTPUT_DIGESTS=1 swift test --filter OutputIdentityTests
 /// (with the real captures present, so their lines are kept). The digests cover stdout, stderr
 /// and the exit status; the one timing in any output (legacy pairing's "TK found ... in N ms")
-/// is read as "N ms".
+/// is read as "N ms". The HTML and Perfetto digests came later, when those outputs became
+/// streamed: taken after `cmp` showed the streamed outputs equal to the old strings on every
+/// capture here.
 final class OutputIdentityTests: XCTestCase {
     static let fixture = Harness.root.appendingPathComponent("Tests/GATTLabCLITests/Fixtures/output-digests.tsv")
     static let commands: [[String]] = [
         ["info"], ["info", "--format", "json"],
         ["timeline"], ["timeline", "--format", "json"],
+        ["timeline", "--format", "html"], ["timeline", "--format", "perfetto"],
         ["audit", "--format", "json"],
         ["decode"], ["decode", "--format", "json"],
     ]

@@ -154,4 +154,31 @@ final class TimelineOutputTests: XCTestCase {
         XCTAssertTrue(Harness.oneError(c.stderr), "one line")
         XCTAssertTrue(c.stdout.contains("\"events\""), "what was read is still reported")
     }
+
+    /// Every format is written as it is made, to stdout or into `-o FILE` (through a temporary
+    /// file renamed at the end): both must be the same bytes, and nothing else is left behind.
+    func testEveryFormatWritesToItsFileWhatItPrints() throws {
+        let dir = try temporaryDirectory()
+        let demo = Harness.root.appendingPathComponent("Captures/speaker-ota-demo.btsnoop").path
+        let scan = Harness.root.appendingPathComponent("Captures/emulated/sensor-scan-mtu23.btsnoop").path
+        let runs: [(String, [String], [String])] = [
+            ("timeline", ["--format", "text"], [demo]), ("timeline", ["--format", "text"], [demo, scan]),
+            ("timeline", ["--format", "json"], [demo]), ("timeline", ["--format", "json"], [demo, scan]),
+            ("timeline", ["--format", "html"], [demo]), ("timeline", ["--format", "perfetto"], [demo]),
+            ("audit", ["--format", "text"], [demo, scan]), ("audit", ["--format", "json"], [demo]),
+            ("audit", ["--format", "sarif"], [demo, scan]),
+        ]
+        for (i, (command, options, inputs)) in runs.enumerated() {
+            let what = "\(command) \(options.joined(separator: " ")) on \(inputs.count) captures"
+            let printed = try Harness.gattlab([command] + options + ["--no-color", "--jobs", "1"] + inputs)
+            let file = dir.appendingPathComponent("out-\(i)")
+            let written = try Harness.gattlab([command] + options + ["--no-color", "--jobs", "1", "-o", file.path] + inputs)
+            XCTAssertEqual(printed.status, written.status, what)
+            XCTAssertFalse(printed.stdout.isEmpty, what)
+            XCTAssertEqual(try Data(contentsOf: file), Data(printed.stdout.utf8), what)
+            XCTAssertTrue(written.stderr.contains("wrote \(file.path)"), written.stderr)
+        }
+        let left = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { !$0.hasPrefix("out-") }
+        XCTAssertEqual(left, [], "no temporary file is left")
+    }
 }

@@ -49,6 +49,26 @@ final class DecodeOutputTests: XCTestCase {
         XCTAssertEqual(try written { $0.line("one"); $0.line("two") }, "one\ntwo\n")
     }
 
+    /// A write that fails (here a full disk, /dev/full) is kept for the caller to report: an
+    /// output file must never be left short without an error.
+    func testAFailedWriteIsKept() throws {
+        let fd = open("/dev/full", O_WRONLY)
+        try XCTSkipIf(fd < 0, "no /dev/full here")
+        defer { close(fd) }
+        let out = BufferedOutput(fd: fd)
+        out.line("a line")
+        XCTAssertEqual(out.failure, 0, "nothing is written before a flush")
+        out.flush()
+        XCTAssertEqual(out.failure, ENOSPC)
+        out.line("more")
+        out.flush()
+        XCTAssertEqual(out.failure, ENOSPC, "the first failure is the one kept")
+        let fine = BufferedOutput(fd: open("/dev/null", O_WRONLY))
+        fine.line("a line")
+        fine.flush()
+        XCTAssertEqual(fine.failure, 0)
+    }
+
     func testStyleColoursOnlyWhenEnabled() {
         XCTAssertEqual(Style(enabled: false).red("x"), "x")
         XCTAssertEqual(Style(enabled: true).red("x"), "\u{1B}[31mx\u{1B}[0m")

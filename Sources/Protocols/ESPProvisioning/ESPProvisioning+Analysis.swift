@@ -9,7 +9,7 @@ extension ESPProvisioningProtocol: ProtocolAnalysis {
     public static var problemsToldElsewhere: Set<String> { ["esp.cleartext-passphrase"] }
 
     /// The last station status, a refused session, or encrypted traffic that cannot be read.
-    public static func story(of events: [TimelineEvent], in timeline: Timeline, device: Int, links: String) -> (TimelineDevice.Outcome, String)? {
+    public static func story(of events: TimelineEventSelection, in timeline: Timeline, device: Int, links: String) -> (TimelineDevice.Outcome, String)? {
         let statuses = events.compactMap { e -> ESPProvisioning.StatusReport? in
             if let m = e.message(as: ESPProvisioning.ConfigMessage.self), case .status(let r) = m.payload { return r }
             return nil

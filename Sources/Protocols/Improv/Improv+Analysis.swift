@@ -26,7 +26,7 @@ extension ImprovProtocol: ProtocolAnalysis {
     }
 
     /// The last state or error the device reported.
-    public static func story(of events: [TimelineEvent], in timeline: Timeline, device: Int, links: String) -> (TimelineDevice.Outcome, String)? {
+    public static func story(of events: TimelineEventSelection, in timeline: Timeline, device: Int, links: String) -> (TimelineDevice.Outcome, String)? {
         guard events.contains(where: { $0.kind.hasPrefix("improv.") }) else { return nil }
         var state: Int?
         var error = 0

@@ -14,7 +14,7 @@ extension NRF7Protocol: ProtocolAnalysis {
     }
 
     /// The last Wi-Fi state the device reported, or a refused request.
-    public static func story(of events: [TimelineEvent], in timeline: Timeline, device: Int, links: String) -> (TimelineDevice.Outcome, String)? {
+    public static func story(of events: TimelineEventSelection, in timeline: Timeline, device: Int, links: String) -> (TimelineDevice.Outcome, String)? {
         if let last = events.compactMap({ e -> NRF7.Result? in e.message(as: NRF7.Result.self).flatMap { $0.state == nil ? nil : $0 } }).last {
             if last.state?.raw == 4 { return (.succeeded, "nRF7 provisioned: CONNECTED; \(links)") }
             if last.state?.raw == 5 { return (.failed, "nRF7 provisioning failed: CONNECTION_FAILED\(last.reason.map { " (\($0))" } ?? ""); \(links)") }

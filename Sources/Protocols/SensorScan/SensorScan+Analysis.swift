@@ -14,7 +14,7 @@ extension SensorScanProtocol: ProtocolAnalysis {
     public static var problemsToldElsewhere: Set<String> { ["scan.truncated"] }
 
     /// The last scan's answer, or a SCAN never answered.
-    public static func story(of events: [TimelineEvent], in timeline: Timeline, device: Int, links: String) -> (TimelineDevice.Outcome, String)? {
+    public static func story(of events: TimelineEventSelection, in timeline: Timeline, device: Int, links: String) -> (TimelineDevice.Outcome, String)? {
         let scans = events.compactMap { $0.message(as: SensorScan.Response.self) }
         if let last = scans.last {
             let n = last.networks.count

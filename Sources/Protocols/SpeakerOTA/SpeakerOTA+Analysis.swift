@@ -27,7 +27,7 @@ extension SpeakerOTAProtocol: ProtocolAnalysis {
     }
 
     /// The update's outcome, from the last status: failed, succeeded, rolled back, interrupted.
-    public static func story(of events: [TimelineEvent], in timeline: Timeline, device: Int, links: String) -> (TimelineDevice.Outcome, String)? {
+    public static func story(of events: TimelineEventSelection, in timeline: Timeline, device: Int, links: String) -> (TimelineDevice.Outcome, String)? {
         let statuses = events.compactMap { e in e.message(as: SpeakerOTA.Status.self) }
         guard let last = statuses.last else { return nil }
         let lastDisconnect = events.last { $0.kind == "link.disconnected" }
