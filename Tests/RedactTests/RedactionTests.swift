@@ -220,4 +220,25 @@ final class RedactionDamageTests: XCTestCase {
             XCTAssertFalse(FileManager.default.fileExists(atPath: output))
         }
     }
+
+    /// tshark's structure check keeps a digest per record, not the line: it must still tell two
+    /// captures apart and say where they part, and still read the malformed column as a yes/no.
+    func testTsharkStructureTellsCapturesApart() throws {
+        let tshark = try Files.tshark
+        let demo = Files.root.appendingPathComponent("Captures/speaker-ota-demo.btsnoop").path
+        let scan = Files.root.appendingPathComponent("Captures/emulated/sensor-scan-mtu23.btsnoop").path
+        let a = Redactor.tsharkStructure(tshark, demo), again = Redactor.tsharkStructure(tshark, demo)
+        let b = Redactor.tsharkStructure(tshark, scan)
+        XCTAssertNil(a.error)
+        XCTAssertGreaterThan(a.lines.count, 50)
+        XCTAssertEqual(a.lines, again.lines)
+        XCTAssertNotEqual(a.lines, b.lines)
+        XCTAssertEqual(Set(a.lines).count, a.lines.count, "each record's line holds its number, so no two digests are equal")
+
+        func digest(_ s: String) -> UInt64 { Redactor.structureDigest(Array(s.utf8)) }
+        XCTAssertEqual(digest("7\t31\t0x12\t0x0003\t\tExpert Info: garbage A"), digest("7\t31\t0x12\t0x0003\t\tother garbage"))
+        XCTAssertNotEqual(digest("7\t31\t0x12\t0x0003\t\tExpert Info"), digest("7\t31\t0x12\t0x0003\t\t"))
+        XCTAssertNotEqual(digest("7\t31\t0x12\t0x0003\t\t"), digest("7\t32\t0x12\t0x0003\t\t"))
+        XCTAssertNotEqual(digest("7\t31\t0x12\t0x0003\t\t"), digest("7\t31\t0x52\t0x0003\t\t"))
+    }
 }
