@@ -189,8 +189,20 @@ public struct Field: Sendable {
 public struct TimelineEvent: Sendable {
     public enum Lane: String, Sendable { case link, ota, scan, provisioning }
     public var time: Int64
-    public var device: Int?
-    public var connection: Int?
+    /// Device and connection ids are small: kept in 4 bytes each (none is `Int32.min`), an event
+    /// is 40 bytes instead of 56 in the timeline's largest array.
+    private var deviceID: Int32
+    private var connectionID: Int32
+    public var device: Int? {
+        get { deviceID == .min ? nil : Int(deviceID) }
+        set { deviceID = Self.compact(newValue) }
+    }
+    public var connection: Int? {
+        get { connectionID == .min ? nil : Int(connectionID) }
+        set { connectionID = Self.compact(newValue) }
+    }
+    @inline(__always)
+    private static func compact(_ id: Int?) -> Int32 { id.map { Int32(clamping: $0) } ?? .min }
     public var lane: Lane
     private var storage: Storage
     /// The message's type, for `message(as:)`: held beside the box, so that asking every event
@@ -237,8 +249,8 @@ public struct TimelineEvent: Sendable {
 
     private init(time: Int64, device: Int?, connection: Int?, lane: Lane, storage: Storage) {
         self.time = time
-        self.device = device
-        self.connection = connection
+        deviceID = Self.compact(device)
+        connectionID = Self.compact(connection)
         self.lane = lane
         self.storage = storage
         messageType = storage.message.map { ObjectIdentifier(type(of: $0)) }
