@@ -160,6 +160,11 @@ def main():
         ("audit --format json", ["audit", "--format", "json"], 50),
         ("decode --format json", ["decode", "--format", "json"], 30),
         ("decode (text)", ["decode"], 10),
+        # Not in issue 20's aims, but what a field engineer runs on the same day's capture: the
+        # default timeline (text) and a shareable copy (redact, without its tshark check, which
+        # is tshark's time twice).
+        ("timeline (text)", ["timeline"], None),
+        ("redact --no-tshark", ["redact", "--no-tshark", "--force", "-o", os.path.join(args.out, "redacted.btsnoop")], None),
     ]
     tshark = ["tshark", "-r", small, "-T", "fields", "-e", "frame.number", "-e", "btatt.opcode"]
     print("running tshark ...", file=sys.stderr)
