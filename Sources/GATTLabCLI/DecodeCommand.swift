@@ -41,7 +41,7 @@ struct DecodeCommand: ParsableCommand {
             A sniffed LE legacy pairing gives its keys away: its TK is recovered (Just Works or \
             passkey), its STK decrypts the pairing and the LTK distributed there the later links \
             (--no-pairing-keys turns this off); notes say which key decrypted what, never the key.
-            """ + "\n\n" + ExitStatus.help([.success, .usage, .badInput, .noInput, .noMatch]))
+            """ + "\n\n" + ExitStatus.help([.success, .usage, .badInput, .noInput, .noMatch, .cannotCreate]))
 
     @Option(name: .long, help: "Output format: text for people, json for machines (JSON Lines).")
     var format: OutputFormatOption = .text

@@ -4,6 +4,7 @@ import CBuildInfo
 import Glibc
 #endif
 import Protocols
+import Report
 
 /// `gattlab --version`: the release and the git revision it was built from (recorded by
 /// Scripts/revision.sh when make builds; "unknown" for a plain `swift build`).
@@ -38,6 +39,11 @@ public struct GattlabCommand: ParsableCommand {
     /// every error leaves in the one voice of `Diagnostics`, with its exit status.
     public static func start() {
         signal(SIGPIPE, SIG_IGN)
+        BufferedOutput.standardOutputFailed = { error in
+            Diagnostics.emit(.error, "cannot write the output (\(String(cString: strerror(error))))", location: InputLocation(file: "standard output"),
+                             hint: "check the free space of the disk the output goes to")
+            Glibc.exit(ExitStatus.cannotCreate.rawValue)
+        }
         // The registration list registers the protocols' UUID names before anything is shown.
         _ = GATTLabProtocols.all
         do {

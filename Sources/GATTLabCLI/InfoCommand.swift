@@ -20,7 +20,7 @@ struct InfoCommand: ParsableCommand {
             Examples:
               gattlab info phone.btsnoop
               gattlab info --format json field/*.log > summary.json
-            """ + "\n\n" + ExitStatus.help([.success, .usage, .badInput, .noInput]))
+            """ + "\n\n" + ExitStatus.help([.success, .usage, .badInput, .noInput, .cannotCreate]))
 
     @Option(name: .long, help: "Output format: text for people, json for machines.")
     var format: OutputFormatOption = .text

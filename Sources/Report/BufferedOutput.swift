@@ -156,12 +156,18 @@ public final class BufferedOutput {
     /// fail the command, not leave a short file behind. A closed pipe ends the program instead.
     public private(set) var failure: Int32 = 0
 
+    /// What to do when standard output cannot be written (a full disk under `> file`): the
+    /// command line reports it and exits with its own status, so that a short output never passes
+    /// for a whole one. Unset (the library alone), the failure is only kept in `failure`.
+    nonisolated(unsafe) public static var standardOutputFailed: ((Int32) -> Never)?
+
     public func flush() {
         guard count > 0, !collects else { return }
         let failed = writeAll(fd, UnsafeRawBufferPointer(start: base, count: count))
         count = 0
         if failed == EPIPE { exit(0) }
         if failure == 0 { failure = failed }
+        if failed != 0, fd == 1, let stop = Self.standardOutputFailed { stop(failed) }
     }
 
     // MARK: Fast formatting of the pieces JSON Lines and text output are made of.

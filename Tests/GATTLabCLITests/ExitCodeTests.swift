@@ -88,6 +88,28 @@ final class ExitCodeTests: XCTestCase {
         return r
     }
 
+    /// Standard output that cannot be written (/dev/full: a full disk under `> file`): 73 and
+    /// the one voice, never a short output that passes for a whole one.
+    func expectFullDisk(_ arguments: [String], file: StaticString = #filePath, line: UInt = #line) throws {
+        let gattlab = try Harness.gattlab
+        let process = Process()
+        process.executableURL = gattlab
+        process.arguments = arguments
+        process.currentDirectoryURL = dir
+        guard let full = FileHandle(forWritingAtPath: "/dev/full") else { throw XCTSkip("no /dev/full here") }
+        process.standardOutput = full
+        let errors = Pipe()
+        process.standardError = errors
+        try process.run()
+        let stderr = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        let shown = "gattlab \(arguments.joined(separator: " ")) > /dev/full"
+        XCTAssertEqual(process.terminationStatus, 73, "\(shown)\n\(stderr)", file: file, line: line)
+        XCTAssertEqual(stderr.split(separator: "\n").filter { $0.hasPrefix("gattlab: error: ") },
+                       ["gattlab: error: cannot write the output (No space left on device) (standard output)"], shown, file: file, line: line)
+        XCTAssertTrue(stderr.contains("\ngattlab: hint: "), shown, file: file, line: line)
+    }
+
     /// Checks that `provoked` is exactly what the command's help lists. `unprovokable` names the
     /// codes that cannot be provoked on this machine, with why; they are printed, not hidden.
     func agree(_ command: [String], _ provoked: Set<Int32>, unprovokable: [Int32: String] = [:],
@@ -106,7 +128,8 @@ final class ExitCodeTests: XCTestCase {
         try expect(64, ["info", "--bogus", demo])
         try expect(65, ["info", notACapture])
         try expect(66, ["info", missing])
-        try agree(["info"], [0, 64, 65, 66])
+        try expectFullDisk(["info", demo])
+        try agree(["info"], [0, 64, 65, 66, 73])
     }
 
     func testDecode() throws {
@@ -117,7 +140,9 @@ final class ExitCodeTests: XCTestCase {
         let none = try expect(67, ["decode", "--uuid", "2a19", demo])
         XCTAssertTrue(none.stderr.contains("nothing matched --uuid 2a19"), none.stderr)
         try expect(67, ["decode", "--format", "json", "--connection", "0x41", demo])
-        try agree(["decode"], [0, 64, 65, 66, 67])
+        try expectFullDisk(["decode", demo])
+        try expectFullDisk(["decode", "--format", "json", demo])
+        try agree(["decode"], [0, 64, 65, 66, 67, 73])
     }
 
     func testTimeline() throws {
@@ -131,6 +156,7 @@ final class ExitCodeTests: XCTestCase {
         try expect(67, ["timeline", "--protocol", "nrf7", demo])
         try expect(73, ["timeline", "--format", "json", "-o", existing("kept.json"), demo])
         XCTAssertEqual(try String(contentsOfFile: path("kept.json"), encoding: .utf8), "keep me")
+        for format in ["text", "json", "html", "perfetto"] { try expectFullDisk(["timeline", "--format", format, demo]) }
         try agree(["timeline"], [0, 1, 64, 65, 66, 67, 73])
     }
 
@@ -142,6 +168,7 @@ final class ExitCodeTests: XCTestCase {
         try expect(65, ["audit", notACapture])
         try expect(66, ["audit", missing])
         try expect(73, ["audit", "-o", existing("audit.txt"), demo])
+        for format in ["text", "json", "sarif"] { try expectFullDisk(["audit", "--format", format, demo]) }
         try agree(["audit"], [0, 1, 64, 65, 66, 73])
     }
 
