@@ -120,14 +120,7 @@ struct AuditCommand: ParsableCommand {
                     out.line("")
                 }
             }
-            if let output, output != "-" {
-                try OutputFiles.write(to: output, force: force, protecting: paths, body)
-                printError("gattlab: wrote \(output)")
-            } else {
-                let out = BufferedOutput()
-                body(out)
-                out.flush()
-            }
+            try OutputFiles.emit(to: output, force: force, protecting: paths, body)
         }
         if let threshold = failOn.threshold, reports.contains(where: { ($0.worstSeverity ?? .note) >= threshold && !$0.findings.isEmpty }) {
             status = status.worst(.finding)

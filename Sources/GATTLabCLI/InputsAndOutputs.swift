@@ -83,6 +83,19 @@ enum OutputFiles {
         return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino
     }
 
+    /// Output made as it is written, to stdout (no path, or "-") or into `path` as
+    /// `write(to:force:protecting:_:)` does, then saying where it went.
+    static func emit(to path: String?, force: Bool, protecting inputs: [String], _ body: (BufferedOutput) -> Void) throws {
+        guard let path, path != "-" else {
+            let out = BufferedOutput()
+            body(out)
+            out.flush()
+            return
+        }
+        try write(to: path, force: force, protecting: inputs, body)
+        printError("gattlab: wrote \(path)")
+    }
+
     static func write(_ text: String, to path: String, force: Bool, protecting inputs: [String]) throws {
         try write(to: path, force: force, protecting: inputs) { $0.write(text) }
     }
@@ -104,8 +117,8 @@ enum OutputFiles {
         let out = BufferedOutput(fd: fd)
         body(out)
         out.flush()
-        let failure = out.failure != 0 ? out.failure : (close(fd) == 0 ? 0 : errno)
-        if out.failure != 0 { close(fd) }
+        let closed = close(fd) == 0 ? 0 : errno
+        let failure = out.failure != 0 ? out.failure : closed
         guard failure == 0 else {
             unlink(temp)
             throw Failure(.cannotCreate, "cannot write the output (\(String(cString: strerror(failure))))", file: path,

@@ -136,7 +136,7 @@ struct TimelineCommand: ParsableCommand {
         switch format {
         case .text:
             let colors = TimelineText.Colors(enabled: Style.forStdout(disabled: options.noColor).enabled && output == nil)
-            try emit(to: output) { out in
+            try OutputFiles.emit(to: output, force: force, protecting: files) { out in
                 for (i, t) in timelines.enumerated() {
                     if i > 0 { out.write("\n") }
                     TimelineText.write(t, options: renderOptions, colors: colors, eventsToo: single || events, to: out)
@@ -144,7 +144,7 @@ struct TimelineCommand: ParsableCommand {
                 if !single { out.write("\n" + TimelineSummaryTable.render(timelines)) }
             }
         case .json:
-            try emit(to: output) { out in
+            try OutputFiles.emit(to: output, force: force, protecting: files) { out in
                 TimelineJSON.write(timelines, options: renderOptions, to: out)
                 out.line("")
             }
@@ -152,7 +152,7 @@ struct TimelineCommand: ParsableCommand {
             let write: (Timeline, BufferedOutput) -> Void = format == .html
                 ? { TimelineHTML.write($0, options: renderOptions, to: $1) } : { TimelinePerfetto.write($0, options: renderOptions, to: $1) }
             if single {
-                try emit(to: output) { write(timelines[0], $0) }
+                try OutputFiles.emit(to: output, force: force, protecting: files) { write(timelines[0], $0) }
                 return
             }
             guard let dir = output else {
@@ -169,19 +169,6 @@ struct TimelineCommand: ParsableCommand {
             printError("gattlab: wrote \(written.count) \(format.rawValue) files into \(dir)")
             print(TimelineSummaryTable.render(timelines), terminator: "")
         }
-    }
-
-    /// Every format is written as it is made, to stdout or the file: a day of captures makes
-    /// hundreds of megabytes of any of them.
-    private func emit(to path: String?, _ body: (BufferedOutput) -> Void) throws {
-        guard let path, path != "-" else {
-            let out = BufferedOutput()
-            body(out)
-            out.flush()
-            return
-        }
-        try OutputFiles.write(to: path, force: force, protecting: files, body)
-        printError("gattlab: wrote \(path)")
     }
 }
 

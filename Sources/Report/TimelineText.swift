@@ -8,7 +8,10 @@ public enum TimelineText {
     public struct Colors: Sendable {
         public var enabled: Bool
         public init(enabled: Bool) { self.enabled = enabled }
-        func wrap(_ code: String, _ s: String) -> String { enabled ? "\u{1B}[\(code)m\(s)\u{1B}[0m" : s }
+        func wrap(_ code: String, _ s: String) -> String { enabled ? open(code) + s + close : s }
+        /// The escape that starts a colour, and the one that ends it (empty when disabled).
+        func open(_ code: String) -> String { enabled ? "\u{1B}[\(code)m" : "" }
+        var close: String { enabled ? "\u{1B}[0m" : "" }
         func bold(_ s: String) -> String { wrap("1", s) }
         func dim(_ s: String) -> String { wrap("2", s) }
         func red(_ s: String) -> String { wrap("31", s) }
@@ -112,30 +115,22 @@ public enum TimelineText {
         }
         if eventsToo, !t.events.isEmpty {
             out += "\n" + colors.bold("Events") + "\n"
-            if !colors.enabled, !options.absoluteTime {
-                // The common case, a day's capture to a file or a pager: each line written straight
-                // into the output, as `line` below would make it (a third of the command's time
-                // went to building those strings).
-                for e in t.events { eventLine(e, start: start, to: sink) }
-            } else {
-                for e in t.events {
-                    let frames = e.frames.count == 2 ? "\(e.frames[0])-\(e.frames[1])" : e.frames.map(String.init).joined(separator: ",")
-                    var line = pad(at(e.time), 12) + " " + pad(e.device.map { "d\($0)" } ?? "-", 3) + " " + pad(e.lane.rawValue, 12) + " "
-                        + pad(e.kind, 22) + " " + e.summary
-                    line += "  " + colors.dim("#\(frames)")
-                    out += (e.problems.isEmpty ? line : colors.yellow(line)) + "\n"
-                }
-            }
+            // Each line written straight into the output (building them as strings was a third
+            // of the command's time on a day's capture).
+            for e in t.events { eventLine(e, start: start, absoluteTime: options.absoluteTime, colors: colors, to: sink) }
             if t.droppedEvents > 0 { out += "(\(t.droppedEvents) more events not kept)\n" }
         }
     }
 
-    /// One event's line without colours, relative time: the time (12 wide), the device (3), the
-    /// lane (12), the kind (22), the summary and the frames. Widths count characters, as `pad`
-    /// does: the kind is the one field that could hold more than ASCII, and then takes `pad`.
-    static func eventLine(_ e: TimelineEvent, start: Int64, to out: BufferedOutput) {
+    /// One event's line: the time (12 wide), the device (3), the lane (12), the kind (22), the
+    /// summary and the frames (dim), all yellow when the event has a problem. Widths count
+    /// characters, as `pad` does: the kind is the one field that could hold more than ASCII, and
+    /// then takes `pad`.
+    static func eventLine(_ e: TimelineEvent, start: Int64, absoluteTime: Bool, colors: Colors, to out: BufferedOutput) {
+        let problem = !e.problems.isEmpty
+        if problem { out.append(colors.open("33")) }
         var m = out.mark
-        out.seconds(e.time &- start)
+        if absoluteTime { out.append(TimeFormat.iso8601(e.time)) } else { out.seconds(e.time &- start) }
         out.pad(from: m, width: 12, minimum: 0)
         out.byte(0x20)
         m = out.mark
@@ -161,12 +156,14 @@ public enum TimelineText {
         }
         out.byte(0x20)
         out.append(e.summary)
-        out.append("  #" as StaticString)
+        out.append("  " + colors.open("2") + "#")
         let frames = e.frames
         for (i, f) in frames.enumerated() {
             if i > 0 { out.byte(frames.count == 2 ? UInt8(ascii: "-") : UInt8(ascii: ",")) }
             out.int(f)
         }
+        out.append(colors.close)
+        if problem { out.append(colors.close) }
         out.endLine()
     }
 

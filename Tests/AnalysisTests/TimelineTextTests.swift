@@ -8,9 +8,8 @@ import TestSupport
 import XCTest
 @testable import Analysis
 
-/// The text timeline writes its event lines two ways: straight into the output (no colours,
-/// times from the start: a file or a pager) and as strings (colours, UTC times). Both must say
-/// the same, character for character, colours aside.
+/// The text timeline writes its event lines straight into the output, padding by hand: with
+/// colours (a terminal) they must say what they say without, character for character.
 final class TimelineTextTests: XCTestCase {
     static func timeline(_ path: String) throws -> Timeline {
         let reader = try openCapture(path)
@@ -29,7 +28,7 @@ final class TimelineTextTests: XCTestCase {
         s.replacingOccurrences(of: "\u{1B}\\[[0-9;]*m", with: "", options: .regularExpression)
     }
 
-    func testEventLinesAreTheSameWrittenDirectlyAndAsStrings() throws {
+    func testEventLinesSayTheSameWithAndWithoutColours() throws {
         var timelines = try Files.projectCaptures().map(Self.timeline)
         // Lines the captures do not have: no device, no frames, three frames, a kind that is not
         // ASCII (padded by characters), a time before the capture's start, and a problem.
