@@ -72,7 +72,8 @@ public struct FindingRecord: Sendable, Codable, Hashable {
     /// The minimized reproducer.
     public var file: String
     public var inputLength: Int
-    /// Executions until it was found.
+    /// Executions until it was found; 0 when an input the campaign started from (a seed or the
+    /// corpus folder's) gave it.
     public var afterRuns: Int
 }
 
@@ -107,18 +108,16 @@ public final class Campaign {
         random = FuzzRandom(seed: options.seed)
     }
 
-    /// Loads the corpus folder and the target's seeds, running each once for its features.
-    func load() throws(FuzzError) {
+    /// The target's seeds and the corpus folder's inputs; the seeds join the folder so a libFuzzer
+    /// run on it starts from them too.
+    func initialInputs() throws(FuzzError) -> [[UInt8]] {
         var inputs = target.seeds()
         if let dir = options.corpus {
             try Storage.makeFolder(dir)
             inputs += Storage.inputs(in: dir, maxLength: target.maxLength)
-        }
-        for input in inputs { _ = add(input, write: false) }
-        if let dir = options.corpus {
-            // Seeds join the folder so a libFuzzer run on it starts from them too.
             for input in target.seeds() { try? Storage.writeInput(input, to: dir) }
         }
+        return inputs
     }
 
     /// Runs the input for its features; keeps it when it shows something new (or is a seed).
@@ -142,13 +141,28 @@ public final class Campaign {
     public func run(progress: (String) -> Void = { _ in }) throws(FuzzError) -> CampaignSummary {
         try Storage.makeFolder(options.findings)
         CrashGuard.install(findings: options.findings, target: target.name, quirks: quirks)
-        try load()
-        let corpusStart = corpus.count
         let start = Date()
         var lastProgress = start
         var runs = 0
         var interrupted = false
-        while true {
+        var ended = false
+        // The seeds and the corpus first, each run once for its features. One that shows a fault
+        // is a finding as a mutated input's is: a boundary a protocol's flows carry (a 64-byte
+        // passphrase) may be the very bug, and a device it crashed must not pass for healthy.
+        let initial = try initialInputs()
+        for (i, input) in initial.enumerated() {
+            if CampaignStop.requested.load(ordering: .relaxed) { interrupted = true; break }
+            guard case .finding(let kind, let detail) = add(input, write: false) else {
+                remember(input)
+                continue
+            }
+            if try report(kind, detail, input: input, runs: 0, found: "in input \(i + 1) of the \(initial.count) it started from", progress: progress) {
+                ended = true
+                break
+            }
+        }
+        let corpusStart = corpus.count
+        while !ended, !interrupted {
             if let limit = options.runs, runs >= limit { break }
             if CampaignStop.requested.load(ordering: .relaxed) { interrupted = true; break }
             // The clock is read every 256 executions: at a million a second it would cost more
@@ -171,59 +185,72 @@ public final class Campaign {
                 result = .finding(kind: "slow-input", detail: "one execution took \(String(format: "%.1f", took)) s")
             }
             guard case .finding(let kind, let detail) = result else {
-                if target.join != nil {
-                    history.append(input)
-                    if history.count > Self.historyLength { history.removeFirst() }
-                }
+                remember(input)
                 continue
             }
-            // What came before is the state this finding found the device in; a finding resets
-            // what the next one is told of.
-            let earlier = history
-            history.removeAll()
-            if !foundKinds.contains(kind) {
-                var minimal = minimize(input, kind: kind)
-                var why = unconfirmedReason(minimal, kind: kind)
-                if why != nil, let join = target.join, !earlier.isEmpty {
-                    // Alone it does not give the fault on a device started afresh: maybe it
-                    // needs what the inputs before it told the device (a URL it keeps).
-                    let joined = join(earlier + [input])
-                    if gives(joined, kind: kind) {
-                        progress("\(kind) after \(runs) runs needs what earlier inputs told the device: minimising \(earlier.count) of them with it")
-                        minimal = minimize(joined, kind: kind)
-                        why = unconfirmedReason(minimal, kind: kind)
-                    }
-                }
-                if let why {
-                    // A flake of the device or the link: told, and the campaign goes on.
-                    if unconfirmed.count < 100 { unconfirmed.append("\(kind): \(detail) (\(why))") }
-                    progress("unconfirmed \(kind) after \(runs) runs, not reported: \(why)")
-                    continue
-                }
-                // What the reproducer shows: the confirming run's words (a minimised input that
-                // carries its own state reaches the fault in another step than the input did).
-                let detail = target.confirmations > 0 ? lastDetail : detail
-                foundKinds.insert(kind)
-                let file = try Storage.writeFinding(minimal, kind: kind, detail: detail, target: target.name, quirks: quirks,
-                                                    remote: target.remote, to: options.findings)
-                var length = minimal.count
-                if let save = target.artifact {
-                    // The minimized input once more, so the artifact shows it.
-                    _ = target.execute(minimal, Features())
-                    save(file)
-                    // The artifact may have put first what the input needs of earlier ones.
-                    length = (try? FileManager.default.attributesOfItem(atPath: file)[.size] as? Int) ?? length
-                }
-                findings.append(FindingRecord(kind: kind, detail: detail, file: file, inputLength: length, afterRuns: runs))
-                progress("finding \(kind) after \(runs) runs: \(detail)\n  reproducer: \(file)  (\(Storage.reproduceCommand(file, remote: target.remote)))")
-            }
-            if !options.keepGoing { break }
+            if try report(kind, detail, input: input, runs: runs, found: "after \(runs) runs", progress: progress) { break }
         }
         CrashGuard.clear()
         let seconds = max(Date().timeIntervalSince(start), 1e-9)
         return CampaignSummary(target: target.name, runs: runs, seconds: seconds, execsPerSecond: Double(runs) / seconds,
                                corpusStart: corpusStart, corpusEnd: corpus.count, features: features.total, findings: findings,
                                interrupted: interrupted, unconfirmed: target.confirmations > 0 ? unconfirmed : nil)
+    }
+
+    /// An input that gave no finding: what a stateful device was told before the next one.
+    private func remember(_ input: [UInt8]) {
+        guard target.join != nil else { return }
+        history.append(input)
+        if history.count > Self.historyLength { history.removeFirst() }
+    }
+
+    /// A finding `input` gave: minimised (with the inputs before it, when alone it does not give
+    /// the fault on a device started afresh), confirmed and written, unless its kind was found
+    /// already or it does not come again. True when the campaign ends here (the first finding,
+    /// as libFuzzer does, unless --keep-going).
+    private func report(_ kind: String, _ detail: String, input: [UInt8], runs: Int, found: String,
+                        progress: (String) -> Void) throws(FuzzError) -> Bool {
+        // What came before is the state this finding found the device in; a finding resets
+        // what the next one is told of.
+        let earlier = history
+        history.removeAll()
+        if !foundKinds.contains(kind) {
+            var minimal = minimize(input, kind: kind)
+            var why = unconfirmedReason(minimal, kind: kind)
+            if why != nil, let join = target.join, !earlier.isEmpty {
+                // Alone it does not give the fault on a device started afresh: maybe it
+                // needs what the inputs before it told the device (a URL it keeps).
+                let joined = join(earlier + [input])
+                if gives(joined, kind: kind) {
+                    progress("\(kind) \(found) needs what earlier inputs told the device: minimising \(earlier.count) of them with it")
+                    minimal = minimize(joined, kind: kind)
+                    why = unconfirmedReason(minimal, kind: kind)
+                }
+            }
+            if let why {
+                // A flake of the device or the link: told, and the campaign goes on.
+                if unconfirmed.count < 100 { unconfirmed.append("\(kind): \(detail) (\(why))") }
+                progress("unconfirmed \(kind) \(found), not reported: \(why)")
+                return false
+            }
+            // What the reproducer shows: the confirming run's words (a minimised input that
+            // carries its own state reaches the fault in another step than the input did).
+            let detail = target.confirmations > 0 ? lastDetail : detail
+            foundKinds.insert(kind)
+            let file = try Storage.writeFinding(minimal, kind: kind, detail: detail, target: target.name, quirks: quirks,
+                                                remote: target.remote, to: options.findings)
+            var length = minimal.count
+            if let save = target.artifact {
+                // The minimized input once more, so the artifact shows it.
+                _ = target.execute(minimal, Features())
+                save(file)
+                // The artifact may have put first what the input needs of earlier ones.
+                length = (try? FileManager.default.attributesOfItem(atPath: file)[.size] as? Int) ?? length
+            }
+            findings.append(FindingRecord(kind: kind, detail: detail, file: file, inputLength: length, afterRuns: runs))
+            progress("finding \(kind) \(found): \(detail)\n  reproducer: \(file)  (\(Storage.reproduceCommand(file, remote: target.remote)))")
+        }
+        return !options.keepGoing
     }
 
     /// Whether one execution of `input` gives a finding of `kind`; its detail is kept in

@@ -356,7 +356,7 @@ struct FuzzCommand: ParsableCommand {
                 let corpus = summaries.map(\.corpusEnd).max() ?? 0
                 print("\(target): \(runs) runs in \(String(format: "%.1f", seconds)) s (\(Int(rate)) exec/s\(summaries.count > 1 ? ", \(summaries.count) jobs" : "")), corpus \(summaries.first?.corpusStart ?? 0) -> \(corpus), \(findings.count) finding\(findings.count == 1 ? "" : "s")")
                 for f in findings {
-                    print("  \(f.kind) after \(f.afterRuns) runs: \(f.detail)")
+                    print("  \(f.kind) \(f.afterRuns == 0 ? "in an input it started from (a seed or the corpus)" : "after \(f.afterRuns) runs"): \(f.detail)")
                     print("    reproducer (\(f.inputLength) bytes): \(f.file)")
                     print("    \(Storage.reproduceCommand(f.file, remote: remote))")
                 }

@@ -182,6 +182,27 @@ final class FuzzTests: XCTestCase {
     /// minimised by units, last first, tries "U" (no crash, the URL stays) and then "S", which
     /// crashes only thanks to that URL. It must stay "US", so confirming it on the rebooted
     /// device gives the crash again and the finding is reported.
+    func testASeedThatGivesAFaultIsAFinding() throws {
+        // A device that crashes on a 64-byte passphrase, and a seed that carries one (a
+        // protocol's boundary flow): the fault is reported from that seed, not passed over.
+        let target = FuzzTarget(name: "boundary", summary: "crashes on 64 bytes", seeds: { [[UInt8](repeating: 0x70, count: 8), [UInt8](repeating: 0x70, count: 64)] },
+                                execute: { input, _ in input.count == 64 ? .finding(kind: "link-dropped", detail: "64 bytes") : .ok })
+        var options = CampaignOptions()
+        options.runs = 0
+        options.findings = dir.appendingPathComponent("findings").path
+        options.progressEvery = 0
+        var lines: [String] = []
+        let summary = try Campaign(target: target, options: options).run { lines.append($0) }
+        XCTAssertEqual(summary.findings.map(\.kind), ["link-dropped"])
+        XCTAssertEqual(summary.findings.first?.afterRuns, 0)
+        XCTAssertEqual(summary.findings.first?.inputLength, 64)
+        XCTAssertTrue(lines.contains { $0.hasPrefix("finding link-dropped in input 2 of the 2 it started from") }, "\(lines)")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: summary.findings.first?.file ?? "/nonexistent"))
+        // Without the seed the campaign's 0 runs find nothing: the finding was the seed's.
+        let none = try Campaign(target: FuzzTarget(name: "boundary", summary: "", seeds: { [[0x70]] }, execute: target.execute), options: options).run()
+        XCTAssertTrue(none.findings.isEmpty)
+    }
+
     func testMinimisingAStatefulDeviceKeepsTheStepsItsStateNeeds() throws {
         final class Device: @unchecked Sendable { var url = false }
         let device = Device()

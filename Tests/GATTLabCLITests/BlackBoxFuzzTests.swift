@@ -94,7 +94,8 @@ final class BlackBoxFuzzTests: XCTestCase {
         for ext in ["", ".txt", ".btsnoop", ".json"] {
             XCTAssertTrue(FileManager.default.fileExists(atPath: path + ext), "reproducer \(path)\(ext)", file: file, line: line)
         }
-        print("\(kind) --bug \(bug): \(found) after \(finding["afterRuns"] ?? "?") inputs: \(finding["detail"] ?? "")")
+        let when = (finding["afterRuns"] as? Int).map { $0 == 0 ? "in an input it started from" : "after \($0) inputs" } ?? "?"
+        print("\(kind) --bug \(bug): \(found) \(when): \(finding["detail"] ?? "")")
         // The reproducer replays to the same fault on the buggy device started afresh (it carries
         // the state it needs from power-on: a password an earlier input stored)...
         buggy.stop()

@@ -359,6 +359,9 @@ final class GATTSession: @unchecked Sendable {
                 if opcode != 0x16 { observer.sent(Array(pdu.dropFirst(3)), on: c) }
                 state.noteWrite(Array(pdu.dropFirst(opcode == 0x16 ? 5 : 3)), to: c)
             }
+            // An Exchange MTU in raw form agrees the MTU it asks for, as the device takes it:
+            // the MTU of an earlier exchange would hold the device's answers to the wrong size.
+            if opcode == 0x02, pdu.count == 3 { clientMTU = Int(UInt16(pdu[1]) | UInt16(pdu[2]) << 8) }
             outcome = await exchange(pdu, answer: &answer)
             if opcode == 0x12 || opcode == 0x52, pdu.count >= 3, !outcome.isFinding, case .ok = answer {
                 noteCCCD(UInt16(pdu[1]) | UInt16(pdu[2]) << 8, Array(pdu.dropFirst(3)))
