@@ -138,6 +138,28 @@ final class BlackBoxFuzzTests: XCTestCase {
         try assertFound("nrf7", bug: "psk-64-overflow", expecting: ["link-dropped"])
     }
 
+    func testARawExchangeMTUHoldsTheDeviceToTheMTUItAsked() throws {
+        // An input (in the corpus, as a campaign's mutations make them) that exchanges the MTU as
+        // a raw PDU asking for 247, subscribes, and starts a scan: the healthy nRF7 device then
+        // notifies 41-byte scan records on the MTU it agreed (244). The fuzzer once kept a fresh
+        // link's MTU of 23 for it and reported those as answers over the MTU (a CI flake).
+        let dir = try Harness.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let corpus = dir.appendingPathComponent("corpus")
+        try FileManager.default.createDirectory(at: corpus, withIntermediateDirectories: true)
+        // GATTInput: kind|extra<<4, target, length, value. raw 02 f7 00; subscribe the control
+        // point (9) and data out (10); write START_SCAN (08 02) to the control point; wait 2.56 s.
+        let input: [UInt8] = [0x08, 0, 3, 0x02, 0xF7, 0x00, 0x0B, 9, 0, 0x0B, 10, 0, 0x00, 9, 2, 0x08, 0x02, 0x77, 0, 0]
+        try Data(input).write(to: corpus.appendingPathComponent("raw-mtu-then-scan"))
+        let device = try Self.independentDevice("nrf7", in: dir)
+        defer { device.stop() }
+        let c = try Self.campaign(device, runs: 0, findings: dir.appendingPathComponent("findings"), extra: ["--corpus", corpus.path])
+        XCTAssertEqual(c.result.status, 0, "a finding on a healthy device: \(c.findings.map { $0["detail"] ?? "" })\n\(c.result.stderr)")
+        XCTAssertTrue(c.findings.isEmpty)
+        // (With the old bookkeeping this input gave "answer-over-mtu: a 41-byte notification on
+        // MTU 23" every time.)
+    }
+
     func testHealthyIndependentDevicesGiveNoFindingIn1000Inputs() throws {
         // The three campaigns at once: each mostly waits for its device.
         final class Results: @unchecked Sendable { var campaigns: [String: Campaign] = [:]; var errors: [String] = []; let lock = NSLock() }
