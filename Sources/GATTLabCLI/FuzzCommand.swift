@@ -344,7 +344,10 @@ struct FuzzCommand: ParsableCommand {
         }
 
         func report(_ summaries: [CampaignSummary], crashedJobs: Int = 0) {
-            let findings = summaries.flatMap(\.findings)
+            // Jobs that found the same minimised input (a seed every job starts from) wrote the
+            // same file: it is one finding.
+            var files = Set<String>()
+            let findings = summaries.flatMap(\.findings).filter { files.insert($0.file).inserted }
             if format == .json, summaries.count == 1, let s = summaries.first {
                 let encoder = JSONEncoder()
                 encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
