@@ -359,9 +359,6 @@ final class GATTSession: @unchecked Sendable {
                 if opcode != 0x16 { observer.sent(Array(pdu.dropFirst(3)), on: c) }
                 state.noteWrite(Array(pdu.dropFirst(opcode == 0x16 ? 5 : 3)), to: c)
             }
-            // An Exchange MTU in raw form agrees the MTU it asks for, as the device takes it:
-            // the MTU of an earlier exchange would hold the device's answers to the wrong size.
-            if opcode == 0x02, pdu.count == 3 { clientMTU = Int(UInt16(pdu[1]) | UInt16(pdu[2]) << 8) }
             outcome = await exchange(pdu, answer: &answer)
             if opcode == 0x12 || opcode == 0x52, pdu.count >= 3, !outcome.isFinding, case .ok = answer {
                 noteCCCD(UInt16(pdu[1]) | UInt16(pdu[2]) << 8, Array(pdu.dropFirst(3)))
@@ -476,6 +473,10 @@ final class GATTSession: @unchecked Sendable {
         case 0x02:
             let server = reply.count >= 3 ? Int(UInt16(reply[1]) | UInt16(reply[2]) << 8) : 0
             if server < 23 { return violation("an Exchange MTU Response with MTU \(server), below the minimum of 23") }
+            // The client MTU this request asked for, as the device took it: a raw Exchange MTU
+            // carries its own, which the last typed exchange's would misstate (a raw one too
+            // short to hold it, answered all the same, leaves the last one).
+            if pdu.count >= 3 { clientMTU = Int(UInt16(pdu[1]) | UInt16(pdu[2]) << 8) }
             if !exchanged {
                 mtu = max(23, min(clientMTU, server))
                 exchanged = true
