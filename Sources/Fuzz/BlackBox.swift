@@ -39,7 +39,7 @@ public enum BlackBox {
             }
             semaphore.wait()
             return box.value
-        }, artifact: { path in
+        }, artifact: { path, _ in
             try? state.last()?.write(to: path + ".btsnoop", overwrite: true)
         }, remote: label)
     }

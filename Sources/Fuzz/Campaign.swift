@@ -243,7 +243,7 @@ public final class Campaign {
             if let save = target.artifact {
                 // The minimized input once more, so the artifact shows it.
                 _ = target.execute(minimal, Features())
-                save(file)
+                save(file, kind)
                 // The artifact may have put first what the input needs of earlier ones.
                 length = (try? FileManager.default.attributesOfItem(atPath: file)[.size] as? Int) ?? length
             }

@@ -11,6 +11,12 @@ public enum FuzzOutcome: Sendable, Equatable {
         if case .finding = self { return true }
         return false
     }
+
+    /// The finding's kind; nil for `.ok`.
+    public var findingKind: String? {
+        if case .finding(let kind, _) = self { return kind }
+        return nil
+    }
 }
 
 /// The behaviour an input showed, as hashed features (decoder outcomes, problem ids, states,
@@ -87,8 +93,8 @@ public struct FuzzTarget: Sendable {
     /// How many executions minimizing a finding may take (a black-box execution is a connection).
     public let minimizeTries: Int
     /// Saves what shows the last execution beside a finding (a black-box exchange as btsnoop),
-    /// given the finding's path.
-    public let artifact: (@Sendable (String) -> Void)?
+    /// given the finding's path and kind.
+    public let artifact: (@Sendable (_ path: String, _ kind: String) -> Void)?
     /// The device a black-box target reaches (`unix:PATH`, `bluez:hci0/ADDR`); nil in-process. Its
     /// findings are reproduced against that device, not by `gattlab fuzz reproduce`: the fault is
     /// the device's (an emulator's --quirk the campaign does not know).
@@ -114,7 +120,7 @@ public struct FuzzTarget: Sendable {
                 dictionary: [[UInt8]] = [],
                 mutator: (@Sendable (inout [UInt8], inout FuzzRandom) -> Void)? = nil, minimizeTries: Int = 4000,
                 execute: @escaping @Sendable ([UInt8], Features) -> FuzzOutcome,
-                artifact: (@Sendable (String) -> Void)? = nil, remote: String? = nil,
+                artifact: (@Sendable (_ path: String, _ kind: String) -> Void)? = nil, remote: String? = nil,
                 units: (@Sendable ([UInt8]) -> [Range<Int>])? = nil, confirmations: Int = 0,
                 join: (@Sendable ([[UInt8]]) -> [UInt8])? = nil) {
         self.remote = remote

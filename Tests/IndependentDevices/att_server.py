@@ -14,7 +14,8 @@ encryption, one indication in flight.
 
 Applications raise `Crash` or `Hang` from their handlers to model a firmware
 fault: a crash drops every link, resets the device to power-on and refuses
-connections while it "boots"; a hang stops answering ATT until the client that
+connections while it "boots" (with `going_down`, it first takes links for a while
+and drops them at the reset); a hang stops answering ATT until the client that
 hung it disconnects, then the device reboots the same way.
 """
 
@@ -433,6 +434,10 @@ class Server:
         self.connections_served = 0
         self.max_connections = max_connections
         self.booting = False
+        # Seconds the radio goes on accepting links after a crash, each dropped at the reset
+        # (0: it stops at once).
+        self.going_down = 0.0
+        self.going_down_until = 0.0
 
     # -- logging
     def info(self, msg):
@@ -556,12 +561,13 @@ class Server:
             s.setblocking(False)
             link = Link(s)
             link.fileno = s.fileno()
-            link.hung = self.hung_link is not None     # a hung firmware answers nobody
+            # a hung firmware answers nobody, nor one going down
+            link.hung = self.hung_link is not None or time.monotonic() < self.going_down_until
             self.links[link.fileno] = link
             self.sel.register(s, selectors.EVENT_READ, link)
             self.connections_served += 1
             try:
-                if self.hung_link is None:
+                if self.hung_link is None and not link.hung:
                     self.device.link_up(link)
             except Crash as c:
                 self.crash(c.bug, c.detail)
@@ -724,6 +730,19 @@ class Server:
         self.boot_gen += 1
         self.timers = [t for t in self.timers if not t[5]]
         heapq.heapify(self.timers)
+        if fault and self.going_down > 0 and self.listener is not None:
+            # The radio still accepts while the firmware goes down: a link taken meanwhile is
+            # dropped when the reset reaches it (see --going-down).
+            self.going_down_until = time.monotonic() + self.going_down
+            self.call_later(self.going_down, self._gone_down, fault, True)
+            return
+        self._gone_down(fault)
+
+    def _gone_down(self, fault, late=False):
+        if late:
+            for link in list(self.links.values()):     # the links taken while going down
+                self._close_link(link, notify_device=False)
+            self.going_down_until = 0.0
         self._close_listener()
         self.booting = True
         try:

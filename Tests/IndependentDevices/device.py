@@ -49,6 +49,10 @@ def main(argv=None):
     ap.add_argument("--no-bond", action="store_true",
                     help="answer Insufficient Authentication (0x05) instead of Insufficient "
                          "Encryption (0x0F) on a plain link, as a stack without a bond does")
+    ap.add_argument("--going-down", type=float, default=0.0, metavar="MS",
+                    help="after a crash the radio goes on accepting links for MS milliseconds "
+                         "and drops them at the reset, as a controller does while its firmware "
+                         "resets (default 0: it stops at once)")
     ap.add_argument("--connections", type=int, default=None, help="stop after N clients")
     ap.add_argument("--quiet", action="store_true", help="only faults on stderr")
     ap.add_argument("--list-bugs", action="store_true")
@@ -91,6 +95,7 @@ def main(argv=None):
         return 64
     path = args.listen[5:] if args.listen.startswith("unix:") else args.listen
     server = Server(dev, path, quiet=args.quiet, max_connections=args.connections)
+    server.going_down = max(0.0, args.going_down) / 1000.0
 
     def stop(signum, frame):
         server.running = False

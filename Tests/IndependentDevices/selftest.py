@@ -581,6 +581,36 @@ def speaker_tests(results):
             dev.stop()
     results.append("speaker start-slot-index")
 
+    # --- --going-down: after a crash the radio takes links for a while and drops them
+    dev = DeviceProc("speaker", ["start-slot-index"], ["--going-down", "30"])
+    try:
+        c = dev.connect()
+        c.exchange_mtu(185)
+        c.discover()
+        c.write(c.h(OTA % 5), b"HomeNet\x00" + PASSWORD)
+        c.write(c.h(OTA % 6), b"https://fw.example/s.bin")
+        status = c.h(OTA % 8)
+        c.send(b"\x12" + struct.pack("<H", c.h(OTA % 7)) + b"\x10\x07")
+        try:
+            r = c._recv(1.0)
+            raise Fail("START 7 in URL_RECEIVED answered (expected the crash): %s" % r.hex())
+        except Closed:
+            pass
+        c.close()
+        taken = Client(dev.path, 1.0)      # within the 30 ms: accepted...
+        try:
+            r = taken.read(status)
+            raise Fail("a link taken while going down was answered: %s" % r.hex())
+        except (Closed, NoAnswer):
+            check(True, "a link taken while the device goes down is not answered")
+        taken.close()
+        c = dev.connect()
+        check(c.read(status)[1] == 0, "after going down and the boot the speaker is IDLE")
+        c.close()
+    finally:
+        dev.stop()
+    results.append("speaker --going-down")
+
     # --- status-cccd-index
     for on in (True, False):
         dev = DeviceProc("speaker", ["status-cccd-index"] if on else [])

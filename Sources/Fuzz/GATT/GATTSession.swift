@@ -214,6 +214,12 @@ final class GATTSession: @unchecked Sendable {
     /// Writes of earlier inputs that this run's finding needs (see `GATTCampaignState.lastNeeded`).
     var needs: [GATTOperation] = []
 
+    /// Where the health check after a drop connects (nil: this session's link). A reproducer's
+    /// recording ends at the fault: how the device came back is told in words, and a link it
+    /// took while it restarted, and dropped, is no part of the fault (nor does a device started
+    /// afresh repeat it).
+    var healthLink: (@Sendable () -> any TimedATTBearer & LinkControl)?
+
     /// Runs `operations`; the first `done` of them are taken as done already (an Exchange MTU
     /// the kept link made with the same MTU).
     func run(_ operations: [GATTOperation], done: Int = 0) async -> FuzzOutcome {
@@ -710,7 +716,9 @@ final class GATTSession: @unchecked Sendable {
             return .ok
         }
         let before = observer.state
-        let health = await GATTHealth.check(link: link, map: map, protocols: state.protocols, encrypt: state.needsEncryption, timeout: state.timeout)
+        let checked = healthLink?() ?? link
+        let health = await GATTHealth.check(link: checked, map: map, protocols: state.protocols, encrypt: state.needsEncryption, timeout: state.timeout)
+        if healthLink != nil { await checked.close() }
         return .finding(kind: "link-dropped", detail: "the device dropped the link \(when) (a crash or a reset); \(health.sentence(before: before))")
     }
 
@@ -747,13 +755,14 @@ struct KeptLink: @unchecked Sendable {  // used by one task at a time, as its se
 struct GATTHealth {
     var back: Bool
     var state: String?
+    /// Links the device took and dropped again before it answered: it was still restarting (a
+    /// connection queued before it stopped listening is dropped as it goes down).
+    var restarts = 0
 
     static func check(link: any TimedATTBearer & LinkControl, map: DeviceMap, protocols: [any FuzzableProtocol.Type],
                       encrypt: Bool, timeout: Int64) async -> GATTHealth {
-        await link.close()
-        guard await GATTSession.connect(link) else { return GATTHealth(back: false) }
-        if encrypt { await link.encrypt() }
-        // The first protocol whose state characteristic the device has.
+        // The first protocol whose state characteristic the device has; without one, Find
+        // Information on handle 1, which any server answers, tells that the link holds.
         var found: (index: Int, protocol: any FuzzableProtocol.Type)?
         for p in protocols {
             if let uuid = p.stateCharacteristic, let i = map.characteristics.firstIndex(where: { $0.uuid == uuid }) {
@@ -761,10 +770,33 @@ struct GATTHealth {
                 break
             }
         }
-        guard let found else { return GATTHealth(back: true) }
-        guard (try? await link.send(ATTPDU.readRequest(handle: map.characteristics[found.index].valueHandle).encode())) != nil,
-              let reply = try? await link.receive(within: timeout), reply.first == 0x0B else { return GATTHealth(back: true) }
-        return GATTHealth(back: true, state: found.protocol.state(read: Array(reply.dropFirst())))
+        let request = found.map { ATTPDU.readRequest(handle: map.characteristics[$0.index].valueHandle) }
+            ?? ATTPDU.findInformationRequest(startHandle: 1, endHandle: 1)
+        let deadline = Date().addingTimeInterval(2)
+        var restarts = 0
+        await link.close()
+        // A moment for the device to go down before the first try: a phone does not reconnect
+        // within the millisecond, and a link taken meanwhile is dropped (see below).
+        try? await Task.sleep(nanoseconds: 20_000_000)
+        while true {
+            await link.close()
+            guard await GATTSession.connect(link) else { return GATTHealth(back: false, restarts: restarts) }
+            if encrypt { await link.encrypt() }
+            let reply: [UInt8]?
+            do {
+                try await link.send(request.encode())
+                reply = try await link.receive(within: timeout)
+            } catch {
+                // Dropped before an answer: the device took the link while it went down. Again,
+                // as a phone reconnects, until it stays up.
+                restarts += 1
+                guard Date() < deadline else { return GATTHealth(back: false, restarts: restarts) }
+                try? await Task.sleep(nanoseconds: 20_000_000)
+                continue
+            }
+            guard let found, let reply, reply.first == 0x0B else { return GATTHealth(back: true, restarts: restarts) }
+            return GATTHealth(back: true, state: found.protocol.state(read: Array(reply.dropFirst())), restarts: restarts)
+        }
     }
 
     /// Waits, up to two seconds of wall time, until the device accepts a link and answers a
@@ -786,7 +818,9 @@ struct GATTHealth {
     }
 
     func sentence(before: String) -> String {
-        guard back else { return "it did not accept a connection again within 2 s" }
+        guard back else {
+            return restarts > 0 ? "it dropped every link it took for 2 s (\(restarts))" : "it did not accept a connection again within 2 s"
+        }
         guard let state else { return "it accepted a connection again" }
         if state == "IDLE", before != "IDLE", before != "start" {
             return "it came back in IDLE after \(before): it rebooted and lost its configuration"
