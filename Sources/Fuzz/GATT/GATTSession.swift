@@ -819,7 +819,7 @@ struct GATTHealth {
 
     func sentence(before: String) -> String {
         guard back else {
-            return restarts > 0 ? "it dropped every link it took for 2 s (\(restarts))" : "it did not accept a connection again within 2 s"
+            return restarts > 0 ? "it took \(restarts) link\(restarts == 1 ? "" : "s") in 2 s and dropped each before it answered" : "it did not accept a connection again within 2 s"
         }
         guard let state else { return "it accepted a connection again" }
         if state == "IDLE", before != "IDLE", before != "start" {
