@@ -176,12 +176,6 @@ final class FuzzTests: XCTestCase {
         XCTAssertFalse(files.contains { $0.hasSuffix(".tmp") })
     }
 
-    /// A device keeps what an input told it: minimising must not credit a candidate with a
-    /// crash that only the state an earlier candidate left gave. Here 'U' stores a URL (kept
-    /// across inputs), 'S' crashes the device when one is stored, and a crash resets it: "US"
-    /// minimised by units, last first, tries "U" (no crash, the URL stays) and then "S", which
-    /// crashes only thanks to that URL. It must stay "US", so confirming it on the rebooted
-    /// device gives the crash again and the finding is reported.
     func testASeedThatGivesAFaultIsAFinding() throws {
         // A device that crashes on a 64-byte passphrase, and a seed that carries one (a
         // protocol's boundary flow): the fault is reported from that seed, not passed over.
@@ -203,6 +197,12 @@ final class FuzzTests: XCTestCase {
         XCTAssertTrue(none.findings.isEmpty)
     }
 
+    /// A device keeps what an input told it: minimising must not credit a candidate with a
+    /// crash that only the state an earlier candidate left gave. Here 'U' stores a URL (kept
+    /// across inputs), 'S' crashes the device when one is stored, and a crash resets it: "US"
+    /// minimised by units, last first, tries "U" (no crash, the URL stays) and then "S", which
+    /// crashes only thanks to that URL. It must stay "US", so confirming it on the rebooted
+    /// device gives the crash again and the finding is reported.
     func testMinimisingAStatefulDeviceKeepsTheStepsItsStateNeeds() throws {
         final class Device: @unchecked Sendable { var url = false }
         let device = Device()

@@ -589,7 +589,7 @@ def speaker_tests(results):
         c.discover()
         c.write(c.h(OTA % 5), b"HomeNet\x00" + PASSWORD)
         c.write(c.h(OTA % 6), b"https://fw.example/s.bin")
-        status = c.h(OTA % 8)
+        status_handle = c.h(OTA % 8)
         c.send(b"\x12" + struct.pack("<H", c.h(OTA % 7)) + b"\x10\x07")
         try:
             r = c._recv(1.0)
@@ -599,13 +599,13 @@ def speaker_tests(results):
         c.close()
         taken = Client(dev.path, 1.0)      # within the 30 ms: accepted...
         try:
-            r = taken.read(status)
+            r = taken.read(status_handle)
             raise Fail("a link taken while going down was answered: %s" % r.hex())
         except (Closed, NoAnswer):
             check(True, "a link taken while the device goes down is not answered")
         taken.close()
         c = dev.connect()
-        check(c.read(status)[1] == 0, "after going down and the boot the speaker is IDLE")
+        check(c.read(status_handle)[1] == 0, "after going down and the boot the speaker is IDLE")
         c.close()
     finally:
         dev.stop()

@@ -103,7 +103,7 @@ public enum GATTBlackBox {
                 // values earlier inputs changed would differ on a fresh device before the fault
                 // does), so the capture replays by UUID.
                 let run = operations
-                let record: @Sendable () -> (FuzzOutcome, Recording) = {
+                let record: @Sendable () -> (outcome: FuzzOutcome, recording: Recording) = {
                     blocking {
                         // A device serves one central at a time: the link the last input kept goes first.
                         if let kept = state.takeKept() { await kept.link.close() }
@@ -131,13 +131,13 @@ public enum GATTBlackBox {
                 }
                 // The capture must show the fault: a device whose fault depends on timing may not
                 // give it in one run. Up to three, the first that gives it kept, and said when none did.
-                var outcome = record()
-                for _ in 1..<3 where outcome.0.findingKind != kind { outcome = record() }
-                if outcome.0.findingKind != kind, let note = try? String(contentsOfFile: path + ".txt", encoding: .utf8) {
-                    try? (note + "capture: the recorded run gave \(outcome.0.findingKind ?? "no finding") in 3 tries, not \(kind)\n")
+                var recorded = record()
+                for _ in 1..<3 where recorded.outcome.findingKind != kind { recorded = record() }
+                if recorded.outcome.findingKind != kind, let note = try? String(contentsOfFile: path + ".txt", encoding: .utf8) {
+                    try? (note + "capture: the recorded run gave \(recorded.outcome.findingKind ?? "no finding") in 3 tries, not \(kind)\n")
                         .write(toFile: path + ".txt", atomically: true, encoding: .utf8)
                 }
-                try? outcome.1.write(to: path + ".btsnoop", overwrite: true)
+                try? recorded.recording.write(to: path + ".btsnoop", overwrite: true)
                 // And as a replay script, redacted as every script is: a device under test may
                 // answer with a real stored password (the capture replays without --set).
                 if let script = try? ScriptExtractor.extract(path: path + ".btsnoop", options: ExtractOptions(protocols: protocols)) {

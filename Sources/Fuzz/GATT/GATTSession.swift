@@ -774,12 +774,11 @@ struct GATTHealth {
             ?? ATTPDU.findInformationRequest(startHandle: 1, endHandle: 1)
         let deadline = Date().addingTimeInterval(2)
         var restarts = 0
-        await link.close()
-        // A moment for the device to go down before the first try: a phone does not reconnect
-        // within the millisecond, and a link taken meanwhile is dropped (see below).
-        try? await Task.sleep(nanoseconds: 20_000_000)
         while true {
             await link.close()
+            // A moment for the device to go down first: a phone does not reconnect within the
+            // millisecond, and a link taken meanwhile is dropped (below).
+            try? await Task.sleep(nanoseconds: 20_000_000)
             guard await GATTSession.connect(link) else { return GATTHealth(back: false, restarts: restarts) }
             if encrypt { await link.encrypt() }
             let reply: [UInt8]?
@@ -791,7 +790,6 @@ struct GATTHealth {
                 // as a phone reconnects, until it stays up.
                 restarts += 1
                 guard Date() < deadline else { return GATTHealth(back: false, restarts: restarts) }
-                try? await Task.sleep(nanoseconds: 20_000_000)
                 continue
             }
             guard let found, let reply, reply.first == 0x0B else { return GATTHealth(back: true, restarts: restarts) }
