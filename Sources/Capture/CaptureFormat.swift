@@ -150,7 +150,8 @@ public func openCapture(_ path: String) throws(CaptureError) -> any CaptureReade
     case .packetLogger(let bigEndian):
         return PacketLoggerReader(input: input, bigEndian: bigEndian)
     case .pcap, .pcapng:
-        // A file is reopened by libpcap; standard input cannot be, so libpcap reads it through the buffer.
-        return try PcapReader(path: path, format: format, input: path == BufferedInput.standardInputPath ? input : nil)
+        // libpcap reads through the buffer that already holds the first bytes: standard input
+        // cannot be reopened, and a file's record offsets then cost no system call (below).
+        return try PcapReader(path: path, format: format, input: input)
     }
 }

@@ -15,8 +15,13 @@ public final class PcapReader: CaptureReader {
     /// PPI's inner link type, found in the first record.
     private var ppiInner: UInt32?
 
-    /// Opens a file by path, or standard input through the buffer that already holds the bytes
-    /// format detection looked at (libpcap reads it as a stdio stream).
+    /// Opens a capture through the buffer that already holds the bytes format detection looked
+    /// at (libpcap reads it as a stdio stream), or, without one, libpcap opens the path itself.
+    ///
+    /// The buffer is what `openCapture` gives, for files as for standard input: each record's
+    /// offset is `ftello` of libpcap's stream, and on a stream libpcap opened itself glibc answers
+    /// that with an `lseek` system call every time (it does not remember the position): a quarter
+    /// of `info`'s time on a sniffer's pcapng. Through the buffer it is a function call.
     init(path: String, format: CaptureFormat, input: BufferedInput? = nil) throws(CaptureError) {
         self.path = path
         self.format = format
