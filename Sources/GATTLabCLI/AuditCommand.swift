@@ -136,6 +136,8 @@ struct AuditCommand: ParsableCommand {
             return Result(report: AuditReport(source: path, format: "unknown", records: 0), error: error)
         }
         decoder.tracksOrigins = true
+        // No audit rule reads advertising reports (malformed ones are still counted).
+        decoder.link.reportsAdvertising = false
         let profiles = ProfileDecoder(protocols: GATTLabProtocols.all, keys: keys)
         let auditor = Auditor(source: path, format: reader.format.description, protocols: GATTLabProtocols.all)
         do {

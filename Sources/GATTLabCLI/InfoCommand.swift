@@ -37,6 +37,8 @@ struct InfoCommand: ParsableCommand {
         for (index, file) in try CaptureFiles.expand(files).enumerated() {
             let summary = CaptureSummary(file: file)
             let decoder = try options.makeDecoder()
+            // The summary has no use for advertising reports (malformed ones are still counted).
+            decoder.link.reportsAdvertising = false
             var progress = Progress(path: file)
             do {
                 let reader = try openCapture(file)

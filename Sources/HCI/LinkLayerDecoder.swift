@@ -343,11 +343,11 @@ extension LinkDecoder {
         // Advertisements: each a report. One the sniffer received with a bad CRC is noise
         // (Wireshark reads it, and often calls it malformed): no report, no complaint.
         let ll = record.linkLayer ?? LinkLayerInfo()
-        if AdvertisingReport.reportPDUTypes.contains(pduType), ll.crcOK != false {
+        if AdvertisingReport.isReportPDUType(pduType), ll.crcOK != false {
             // A PDU longer than the bytes present is read as far as it goes (as Wireshark does,
             // before calling it malformed): its advertiser is still known.
-            switch AdvertisingReport.decodeLinkLayer(header: header, body: body, info: ll) {
-            case .success(let r): events.append(.advertising(r))
+            switch AdvertisingReport.decodeLinkLayer(header: header, body: body, info: ll, withData: reportsAdvertising) {
+            case .success(let r): if reportsAdvertising { events.append(.advertising(r)) }
             case .failure(let p): events.append(.malformed(nil, .linkLayer, reason: p.reason))
             case nil: break
             }

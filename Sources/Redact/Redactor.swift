@@ -178,6 +178,9 @@ public enum Redactor {
         // Only bytes the file holds can be overwritten: what a sniffed legacy pairing's keys
         // would decrypt is ciphertext in the file, left as it is (as without --ltk).
         decoder.link.recoversPairingKeys = false
+        // Names and addresses in advertising are found in the records themselves (Anonymizer);
+        // nothing here reads the decoder's advertising reports.
+        decoder.link.reportsAdvertising = false
         let profiles = ProfileDecoder(protocols: options.protocols, keys: options.keys)
         let auditor = Auditor(source: path, format: reader.format.description, protocols: options.protocols)
         var anonymizer = anonymize ? Anonymizer(key: options.anonymizationKey ?? randomKey(), replaceNames: options.replaceNames) : nil

@@ -1,4 +1,5 @@
 import ATT
+import TestSupport
 import XCTest
 
 @testable import Capture
@@ -236,6 +237,61 @@ final class AdvertisingTests: XCTestCase {
         let d = LinkDecoder().feed(.linkLayer, advPDU(0x04, address + [0x0A, 0x09, 0x4D], length: 21), linkLayer: sniffer())
         XCTAssertEqual(reports(d).count, 1)
         XCTAssertEqual(d.malformedLayers, [.linkLayer])
+    }
+
+    /// `reportsAdvertising` off (what `info`, `audit` and `redact` ask for): every other event is
+    /// the same, malformed reports and PDUs are still said, CONNECT_IND still opens its link.
+    /// Random advertising (half of it well formed), HCI and sniffed, through both decoders.
+    func testWithoutReportsEveryOtherEventIsTheSame() {
+        var rng = SplitMix(seed: 20)
+        let full = LinkDecoder(), lean = LinkDecoder()
+        lean.reportsAdvertising = false
+        var reports = 0, malformed = 0, connections = 0
+        for i in 0..<20_000 {
+            let n = Int.random(in: 0..<60, using: &rng)
+            var body = (0..<n).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            let wellFormed = i % 4 < 2
+            let kind: RecordKind = i % 2 == 0 ? .event : .linkLayer
+            var bytes: [UInt8]
+            if kind == .event {
+                let sub: UInt8 = [0x02, 0x0B, 0x0D][i % 3]
+                if wellFormed {
+                    bytes = sub == 0x0D
+                        ? extended(Array(ad.prefix(n)), status: UInt16(i % 3), sid: UInt8(i % 2))
+                        : leMeta(0x02, [1, UInt8(i % 5), 0x01] + address + [UInt8(min(n, ad.count))] + ad.prefix(n) + [0xC4])
+                } else {
+                    bytes = [0x3E, UInt8(truncatingIfNeeded: body.count + 1), sub] + body
+                }
+            } else {
+                if wellFormed {
+                    let type: UInt8 = [0x00, 0x01, 0x02, 0x04, 0x05, 0x06, 0x07][i % 7]
+                    if type == 0x05 { body = address + address + (0..<22).map { _ in UInt8.random(in: 0...255, using: &rng) } }
+                    else if type == 0x07 { body = [0x0A | 0x40, 0x01 | 0x08 | 0x40] + address + [0x34, 0x12, 0xF8] + ad.prefix(n) }
+                    else { body = address + (type == 0x01 ? address : Array(ad.prefix(n))) }
+                    bytes = advPDU(type, body)
+                } else {
+                    bytes = [0xD6, 0xBE, 0x89, 0x8E] + body
+                }
+            }
+            let info = sniffer(crcOK: i % 10 == 9 ? false : true, channel: UInt8(i % 3 == 0 ? 5 : 37 + i % 3))
+            let a = full.feed(kind, bytes, number: i + 1, linkLayer: kind == .linkLayer ? info : nil)
+            let b = lean.feed(kind, bytes, number: i + 1, linkLayer: kind == .linkLayer ? info : nil)
+            let others = a.events.filter { if case .advertising = $0 { false } else { true } }
+            XCTAssertEqual(b.events.map { "\($0)" }, others.map { "\($0)" }, "record \(i + 1)")
+            reports += a.events.count - others.count
+            malformed += b.malformedLayers.count
+            connections += b.events.filter { if case .connectionComplete = $0 { true } else { false } }.count
+        }
+        // Not vacuous: both kinds of report, complaints and connections were there to keep.
+        XCTAssertGreaterThan(reports, 5_000)
+        XCTAssertGreaterThan(malformed, 1_000)
+        XCTAssertGreaterThan(connections, 100)
+    }
+
+    func testTheReportPDUTypeTestIsTheSetsMembership() {
+        for t in 0...255 {
+            XCTAssertEqual(AdvertisingReport.isReportPDUType(UInt8(t)), AdvertisingReport.reportPDUTypes.contains(UInt8(t)), "type \(t)")
+        }
     }
 
     /// Hostile bytes: any advertising event or PDU decodes without trapping, in bounded output.
