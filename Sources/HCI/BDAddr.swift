@@ -35,11 +35,34 @@ public struct BDAddr: Hashable, Sendable, CustomStringConvertible {
 
     public var array: [UInt8] { [bytes.0, bytes.1, bytes.2, bytes.3, bytes.4, bytes.5] }
     /// 00:00:00:00:00:00: no address (an accept-list connection, a cancelled attempt), never a device.
-    public var isZero: Bool { array.allSatisfy { $0 == 0 } }
-    public var description: String { Hex.string(array, separator: ":").uppercased() }
+    public var isZero: Bool { value == 0 }
+    /// "AA:BB:CC:DD:EE:FF", made in place (through arrays it allocated three times per address).
+    public var description: String {
+        String(unsafeUninitializedCapacity: 17) { out in
+            let v = value
+            for i in 0..<6 {
+                let b = UInt8(truncatingIfNeeded: v >> UInt64(40 - 8 * i))
+                if i > 0 { out[3 * i - 1] = UInt8(ascii: ":") }
+                out[3 * i] = Self.upperHex(b >> 4)
+                out[3 * i + 1] = Self.upperHex(b & 0xF)
+            }
+            return 17
+        }
+    }
 
-    public static func == (a: BDAddr, b: BDAddr) -> Bool { a.array == b.array }
-    public func hash(into h: inout Hasher) { h.combine(array) }
+    @inline(__always)
+    private static func upperHex(_ n: UInt8) -> UInt8 { n < 10 ? 0x30 &+ n : 0x37 &+ n }
+
+    /// The six bytes as one number, most significant first: what comparing and hashing use
+    /// (addresses key the decoder's and the timeline's maps; through arrays each lookup allocated).
+    @inline(__always)
+    var value: UInt64 {
+        UInt64(bytes.0) << 40 | UInt64(bytes.1) << 32 | UInt64(bytes.2) << 24
+            | UInt64(bytes.3) << 16 | UInt64(bytes.4) << 8 | UInt64(bytes.5)
+    }
+
+    public static func == (a: BDAddr, b: BDAddr) -> Bool { a.value == b.value }
+    public func hash(into h: inout Hasher) { h.combine(value) }
 }
 
 /// LE address types as HCI reports them.

@@ -319,6 +319,24 @@ public final class BufferedOutput {
         byte(UInt8(ascii: "\""))
     }
 
+    /// An address as `BDAddr.description` writes it: `AA:BB:CC:DD:EE:FF`.
+    func address(_ a: BDAddr) {
+        reserve(17)
+        var p = base + count
+        withUnsafeBytes(of: a.bytes) { bytes in
+            for (i, x) in bytes.enumerated() {
+                if i > 0 { p.pointee = UInt8(ascii: ":"); p += 1 }
+                p[0] = Self.upperHexDigit(x >> 4)
+                p[1] = Self.upperHexDigit(x & 0xF)
+                p += 2
+            }
+        }
+        count = p - base
+    }
+
+    @inline(__always)
+    private static func upperHexDigit(_ n: UInt8) -> UInt8 { n < 10 ? 0x30 &+ n : 0x37 &+ n }
+
     /// A connection as `ConnectionKey.description` writes it: `0x0040`, `hci1/0x0040`, `aa:0x50654b2a`.
     func connection(_ key: ConnectionKey) {
         if key.isLinkLayer {

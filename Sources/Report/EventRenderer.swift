@@ -223,7 +223,15 @@ public final class EventRenderer {
         guard linkLinesWanted else { return }
         if case .advertising(let r) = l {
             guard connectionFilter.isEmpty else { return }
-            json ? jsonAdvertising(r, record) : line(record, nil, style.dim(AdvertisingText.line(r)), arrow: " ")
+            if json {
+                jsonAdvertising(r, record)
+            } else {
+                beginLine(record, nil, arrow: " ")
+                style.open(Style.dimCode, out)
+                AdvertisingText.write(r, to: out)
+                style.close(out)
+                endLine()
+            }
             return
         }
         let (key, kind, text, extra) = LinkEventText.describe(l, reveal: reveal)

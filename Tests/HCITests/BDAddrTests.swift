@@ -57,6 +57,22 @@ final class BDAddrTests: XCTestCase {
         XCTAssertEqual(a, b)
         XCTAssertNotEqual(a, c)
         XCTAssertEqual(Set([a, b, c]).count, 2)
+        // Compared and hashed as one number: addresses that differ in any one byte differ.
+        var rng = SplitMix(seed: 6)
+        for _ in 0..<2000 {
+            let x = (0..<6).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            var y = x
+            let at = Int.random(in: 0..<6, using: &rng)
+            y[at] ^= UInt8.random(in: 1...255, using: &rng)
+            let ax = x.withUnsafeBytes { BDAddr(littleEndian: $0, at: 0) }
+            let ay = y.withUnsafeBytes { BDAddr(littleEndian: $0, at: 0) }
+            XCTAssertNotEqual(ax, ay)
+            XCTAssertEqual(ax, x.withUnsafeBytes { BDAddr(littleEndian: $0, at: 0) })
+            XCTAssertEqual(ax.hashValue, BDAddr(ax.bytes).hashValue)
+            XCTAssertEqual(ax.isZero, x.allSatisfy { $0 == 0 })
+        }
+        XCTAssertTrue(BDAddr((0, 0, 0, 0, 0, 0)).isZero)
+        XCTAssertFalse(BDAddr((0, 0, 0, 0, 0, 1)).isZero)
     }
 
     /// Texts both BlueZ and BDAddr reject.
