@@ -109,37 +109,55 @@ struct AdvertisingTracker {
         var serviceData: [BluetoothUUID: [UInt8]] = [:]
     }
 
-    var tracks: [String: Track] = [:]
+    /// Each advertiser's track, in the order first heard, beside its address; `index` finds a
+    /// track by address, and `last` skips even that for the advertiser of the report before.
+    /// (Tracks kept in a dictionary by the address's text made a 17-byte string per report,
+    /// hashed it twice and updated the track through the dictionary: a quarter of a sniffer's
+    /// timeline.)
+    private(set) var tracks: [Track] = []
+    private(set) var addresses: [BDAddr] = []
+    private var index: [BDAddr: Int] = [:]
+    private var last: (address: BDAddr, index: Int)?
     /// The protocols recognised by the services a device advertises.
     let protocols: ProtocolSet
 
     init(protocols: ProtocolSet) {
         self.protocols = protocols
     }
-    var order: [String] = []
     var overview = AdvertisingOverview()
 
     mutating func add(_ r: AdvertisingReport, time t: Int64, frame f: Int) {
         overview.reports += 1
         if overview.firstTime == nil { overview.firstTime = t }
         overview.lastTime = max(overview.lastTime ?? t, t)
-        guard let address = r.address?.description else { return }
-        if tracks[address] == nil {
+        guard let address = r.address else { return }
+        let i: Int
+        if let last, last.address == address {
+            i = last.index
+        } else if let found = index[address] {
+            i = found
+        } else {
             guard tracks.count < Self.maxAdvertisers else {
                 overview.untrackedReports += 1
                 return
             }
-            tracks[address] = Track(summary: DeviceAdvertising(firstSeen: t, lastSeen: t, firstFrame: f, lastFrame: f))
-            order.append(address)
+            i = tracks.count
+            tracks.append(Track(summary: DeviceAdvertising(firstSeen: t, lastSeen: t, firstFrame: f, lastFrame: f)))
+            addresses.append(address)
+            index[address] = i
         }
-        tracks[address]?.update(r, time: t, frame: f, protocols: protocols)
+        last = (address, i)
+        tracks[i].update(r, time: t, frame: f, protocols: protocols)
     }
 
     /// Notes a failed connection of the device at `address` at `time`: the signal heard in the
     /// window before it. The recent reports are filtered by time, so a failure attributed late
     /// (an accept-list attempt, told when the device connects) still judges what came before it.
     mutating func noteFailure(address: String, time: Int64, frame: Int) {
-        guard var track = tracks[address], track.summary.failureWindows.count < Self.maxFailureWindows else { return }
+        // Devices' addresses are `BDAddr` texts; only those can have been heard advertising.
+        guard let a = BDAddr(string: address), a.description == address, let i = index[a] else { return }
+        var track = tracks[i]
+        guard track.summary.failureWindows.count < Self.maxFailureWindows else { return }
         let rssi = track.recent.filter { $0.time <= time && time - $0.time <= Self.windowLength }.suffix(Self.windowReports)
         var w = DeviceAdvertising.FailureWindow(time: time, frame: frame)
         w.reports = rssi.count
@@ -151,12 +169,12 @@ struct AdvertisingTracker {
             w.rssiMax = sorted.last
         }
         track.summary.failureWindows.append(w)
-        tracks[address] = track
+        tracks[i] = track
     }
 
 
     func summaries() -> [(address: String, advertising: DeviceAdvertising)] {
-        order.compactMap { a in tracks[a].map { (a, $0.finished()) } }
+        zip(addresses, tracks).map { a, track in (a.description, track.finished()) }
     }
 }
 
