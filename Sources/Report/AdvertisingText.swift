@@ -5,11 +5,25 @@ import HCI
 
 /// Text for advertising reports: one line each in `decode`.
 public enum AdvertisingText {
+    static let flagBitNames: [StaticString] = ["le-limited-discoverable", "le-general-discoverable", "br-edr-not-supported",
+                                               "le-br-edr-controller", "le-br-edr-host"]
+
     /// The names of the Flags AD bits that are set.
     public static func flagNames(_ f: UInt8) -> [String] {
-        let names = ["le-limited-discoverable", "le-general-discoverable", "br-edr-not-supported",
-                     "le-br-edr-controller", "le-br-edr-host"]
-        return names.indices.filter { f & (1 << $0) != 0 }.map { names[$0] }
+        flagBitNames.indices.filter { f & (1 << $0) != 0 }.map { flagBitNames[$0].description }
+    }
+
+    /// `flagNames(f)` written into the output, separated by commas, each in quotes when
+    /// `quoted` (JSON), with no array or string made: nearly every advertisement has flags.
+    static func writeFlagNames(_ f: UInt8, quoted: Bool, to out: BufferedOutput) {
+        var first = true
+        for (bit, name) in flagBitNames.enumerated() where f & (1 << bit) != 0 {
+            if !first { out.byte(UInt8(ascii: ",")) }
+            first = false
+            if quoted { out.byte(UInt8(ascii: "\"")) }
+            out.append(name)
+            if quoted { out.byte(UInt8(ascii: "\"")) }
+        }
     }
 
     /// Printable text of a name read off the air: control characters as \u{..}.

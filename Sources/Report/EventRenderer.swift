@@ -325,6 +325,14 @@ public final class EventRenderer {
         out.write(",\""); out.write(name); out.write(v ? "\":true" : "\":false")
     }
 
+    /// An address as `BDAddr.description` writes it, quoted (it needs no escapes).
+    private func addressField(_ name: StaticString, _ a: BDAddr) {
+        out.key(name)
+        out.byte(UInt8(ascii: "\""))
+        out.address(a)
+        out.byte(UInt8(ascii: "\""))
+    }
+
     private func valueField(_ v: [UInt8], secret: Bool, name: String = "value") {
         out.write(",\""); out.write(name); out.write("\":\"")
         if secret && !reveal { out.write("<redacted:\(v.count) bytes>") } else { out.hex(v) }
@@ -335,7 +343,7 @@ public final class EventRenderer {
     private func jsonAdvertising(_ r: AdvertisingReport, _ record: CaptureRecord) {
         jsonLine(record, type: "adv", nil) {
             self.field("source", r.origin.rawValue)
-            if let a = r.address { self.field("address", a.description) }
+            if let a = r.address { self.addressField("address", a) }
             if let t = r.addressType { self.field("addressType", t.description) }
             self.field("eventType", r.eventName)
             self.field("eventTypeCode", Int(r.eventType))
@@ -352,7 +360,7 @@ public final class EventRenderer {
             if let c = r.channel { self.field("channel", Int(c)) }
             if let t = r.txPower { self.field("txPower", Int(t)) }
             if let s = r.sid { self.field("sid", Int(s)) }
-            if let a = r.targetAddress { self.field("targetAddress", a.description) }
+            if let a = r.targetAddress { self.addressField("targetAddress", a) }
             if let t = r.targetAddressType { self.field("targetAddressType", t.description) }
             self.out.write(",\"ad\":[")
             for (i, s) in r.data.structures.enumerated() {
@@ -365,7 +373,7 @@ public final class EventRenderer {
                 case .flags(let f):
                     self.field("value", Int(f))
                     self.out.write(",\"flags\":[")
-                    self.out.write(AdvertisingText.flagNames(f).map { "\"\($0)\"" }.joined(separator: ","))
+                    AdvertisingText.writeFlagNames(f, quoted: true, to: self.out)
                     self.out.write("]")
                 case .localName(let n, _):
                     self.field("name", n)
