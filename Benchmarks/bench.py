@@ -12,6 +12,12 @@ Aims (issue 20), as ratios to `tshark -r F -T fields -e frame.number -e btatt.op
 >= 100x; timeline and audit (JSON) >= 50x; decode --format json >= 30x; decode text >= 10x;
 peak RSS < 64 MB at 1M and 4M records.
 
+Field captures (--field-only; the full run includes it): the bundled captures are all btsnoop
+that GATTLab's emulator made. The same jobs beside tshark on 1,000,000 records of each kind of
+file the field brings, built by repeating a real capture of ../shared/captures/real (or
+GATTLAB_REAL_CAPTURES; skipped in one line without them): an nRF Sniffer pcapng (sniffed link
+layer, mostly advertising), an HCI pcap (DLT 201, a scanning host), a phone's btsnoop (GATT).
+
 Issue 6: a full OTA session (Captures/emulated/speaker-ota-mtu247.btsnoop) replayed in fast mode
 against the in-process emulator and against an emulator process over unix: (a fresh device per
 session, device time 1000x and 10000x the wall clock), sessions per second.
@@ -134,6 +140,7 @@ def main():
     ap.add_argument("--fuzz-only", action="store_true", help="only the fuzzing exec/s and emulator ATT op/s benchmark")
     ap.add_argument("--fuzz-seconds", type=float, default=3.0, help="about how long each fuzz measurement runs")
     ap.add_argument("--decode-only", action="store_true", help="only the jobs on the 1M/4M file beside tshark")
+    ap.add_argument("--field-only", action="store_true", help="only the jobs on 1M records of each real capture format beside tshark")
     args = ap.parse_args()
 
     os.makedirs(args.out, exist_ok=True)
@@ -145,6 +152,9 @@ def main():
         return
     if args.timeline_only:
         timeline_folder(args)
+        return
+    if args.field_only:
+        field_captures(args)
         return
     tag = "bundled" if args.source == BUNDLED else os.path.splitext(os.path.basename(args.source))[0]
     small = os.path.join(args.out, f"bench-{tag}-{args.records}.btsnoop")
@@ -210,9 +220,77 @@ def main():
         json.dump({"records": rows, "large": large_rows}, f, indent=2)
     if args.decode_only:
         return
+    field_captures(args)
     timeline_folder(args)
     replay_sessions(args)
     fuzz_speed(args)
+
+
+# (real capture, what it stands for): one of each kind of file the field brings.
+FIELD_CAPTURES = [
+    ("TesiBLE__capture.pcapng", "nRF Sniffer pcapng (DLT 272): sniffed link layer, mostly advertising"),
+    ("btpcaptest__bluetooth.pcap", "HCI pcap (DLT 201): a host scanning, LE advertising reports"),
+    ("blefun__btsnoop_hci.log", "a phone's btsnoop (H4): GATT discovery, writes and notifications"),
+]
+
+
+def real_captures_folder():
+    folder = os.environ.get("GATTLAB_REAL_CAPTURES") or os.path.join(ROOT, "..", "shared", "captures", "real")
+    return folder if os.path.isfile(os.path.join(folder, "MANIFEST.tsv")) else None
+
+
+def repeat_capture(source, path, count, gattlab):
+    """`count` records (or just over) of a real capture, repeated: btsnoop with build_capture,
+    pcap and pcapng with mergecap -a (Wireshark's, beside tshark). Kept when already built."""
+    if os.path.exists(path) and os.path.getsize(path) > 0:
+        return
+    if source.endswith((".log", ".btsnoop", ".cfa")):
+        build_capture(source, path, count)
+        return
+    info = json.loads(subprocess.run([gattlab, "info", "--format", "json", source], capture_output=True, check=True).stdout)
+    copies = -(-count // info["records"])
+    tmp = path + ".tmp" + os.path.splitext(path)[1]
+    subprocess.run(["mergecap", "-a", "-F", "pcapng" if source.endswith(".pcapng") else "pcap", "-w", tmp] + [source] * copies, check=True)
+    os.replace(tmp, path)
+
+
+def field_captures(args):
+    """The decode jobs beside tshark on 1M records of each real capture format (FIELD_CAPTURES)."""
+    folder = real_captures_folder()
+    if folder is None:
+        print("\nfield captures: skipped (no real captures: ../shared/captures/real or GATTLAB_REAL_CAPTURES)", file=sys.stderr)
+        return
+    if shutil.which("mergecap") is None:
+        print("\nfield captures: skipped (mergecap, from Wireshark, is not installed)", file=sys.stderr)
+        return
+    g = args.gattlab
+    jobs = [("info", ["info"]), ("decode (text)", ["decode"]), ("decode --format json", ["decode", "--format", "json"]),
+            ("timeline --format json", ["timeline", "--format", "json"]), ("audit --format json", ["audit", "--format", "json"])]
+    tables = []
+    for name, what in FIELD_CAPTURES:
+        source = os.path.join(folder, name)
+        path = os.path.join(args.out, f"field-{args.records}-{name}")
+        print(f"building {path} ...", file=sys.stderr)
+        repeat_capture(source, path, args.records, g)
+        records = json.loads(subprocess.run([g, "info", "--format", "json", path], capture_output=True, check=True).stdout)["records"]
+        print(f"running tshark on {name} ...", file=sys.stderr)
+        t_sec, t_rss = best_of(["tshark", "-r", path, "-T", "fields", "-e", "frame.number", "-e", "btatt.opcode"], args.runs)
+        rows = []
+        for job, argv in jobs:
+            print(f"running gattlab {job} on {name} ...", file=sys.stderr)
+            seconds, rss = best_of([g] + argv + [path], args.runs)
+            rows.append((job, seconds, rss))
+        tables.append((name, what, records, os.path.getsize(path) / 1e6, t_sec, t_rss, rows))
+    print(f"\nField captures: {args.records:,} records of each, a real capture repeated; best of {args.runs}, tshark in the same run\n")
+    print("| capture | job | seconds | records/s | x tshark | peak RSS MB |")
+    print("|---|---|---:|---:|---:|---:|")
+    for name, what, records, size, t_sec, t_rss, rows in tables:
+        for job, seconds, rss in rows:
+            print(f"| {name} | gattlab {job} | {seconds:.3f} | {round(records / seconds):,} | {t_sec / seconds:.1f} | {rss:.1f} |")
+        print(f"| {name} | tshark -T fields | {t_sec:.3f} | {round(records / t_sec):,} | 1.0 | {t_rss:.1f} |")
+    print()
+    for name, what, records, size, *_ in tables:
+        print(f"- {name}: {what}; {records:,} records, {size:.1f} MB")
 
 
 def fuzz_speed(args):
