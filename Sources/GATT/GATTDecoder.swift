@@ -25,6 +25,14 @@ public final class GATTDecoder {
 
     public init() {}
 
+    /// Whether ATT events of the PDUs that only carry values (Write Request and Command, Write
+    /// Response, Handle Value Notification and Indication, Confirmation) hold their decoded PDU,
+    /// handle and attribute. A consumer that only counts PDUs (`info`) turns it off: a well-formed
+    /// one then arrives with `pdu`, `handle` and `info` nil (a malformed one is decoded as before,
+    /// and says why), and a CCCD write makes no subscription operation. Every other PDU, and the
+    /// sessions and tables, are as before. Decoding them was most of what `info` spent on ATT.
+    public var reportsValues = true
+
     /// Whether events say where values lie in the records (`ATTEvent.valueOrigin`, origins of
     /// long writes and reads, located secrets): what redaction needs, off by default.
     public var tracksOrigins: Bool {
@@ -196,6 +204,10 @@ public final class GATTDecoder {
         lastSession = (key, session)
         var event = ATTEvent(connection: key, direction: direction, cid: cid, opcode: opcode, pdu: nil,
                              malformed: nil, handle: nil, info: nil, mtu: session.mtu, length: bytes.count - 1)
+        if !reportsValues, let minimum = Self.valueOnlyParameters(opcode), bytes.count - 1 >= minimum {
+            events.append(.att(event))
+            return
+        }
         let pdu: ATTPDU
         do {
             pdu = try ATTPDU.decode(bytes)
@@ -214,6 +226,18 @@ public final class GATTDecoder {
         }
         events.append(.att(event))
         track(pdu, session, key: key, direction: direction, record: record, valueOrigin: event.valueOrigin)
+    }
+
+    /// The parameter bytes a PDU that only carries a value needs to be well formed (its handle;
+    /// what follows is the value, of any length), or nil for the other opcodes. Such a PDU this
+    /// long always decodes, and its session bookkeeping (`track`) is a subscription at most.
+    @inline(__always)
+    static func valueOnlyParameters(_ opcode: UInt8) -> Int? {
+        switch opcode {
+        case 0x12, 0x1B, 0x1D, 0x52: 2  // Write Request, Notification, Indication, Write Command
+        case 0x13, 0x1E: 0  // Write Response, Confirmation
+        default: nil
+        }
     }
 
     /// The handle a Read (Blob) Response answers, from its request, as Wireshark shows it: so the

@@ -9,7 +9,8 @@ public struct ATTEvent: Sendable {
     /// L2CAP channel: 0x0004, or a dynamic channel for enhanced ATT.
     public var cid: UInt16
     public var opcode: UInt8
-    /// The decoded PDU; nil when malformed.
+    /// The decoded PDU; nil when malformed, and for a value PDU when the decoder does not report
+    /// values (`GATTDecoder.reportsValues`).
     public var pdu: ATTPDU?
     /// Why the PDU is malformed, in the sense Wireshark marks a PDU malformed.
     public var malformed: String?

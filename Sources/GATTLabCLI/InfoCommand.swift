@@ -39,6 +39,8 @@ struct InfoCommand: ParsableCommand {
             let decoder = try options.makeDecoder()
             // The summary has no use for advertising reports (malformed ones are still counted).
             decoder.link.reportsAdvertising = false
+            // Nor for the values of writes and notifications: it counts those PDUs.
+            decoder.reportsValues = false
             var progress = Progress(path: file)
             do {
                 let reader = try openCapture(file)
