@@ -24,12 +24,15 @@ public struct ByteOrigin: Sendable, Hashable {
     public private(set) var count: Int
 
     public init(_ pieces: [Piece] = []) {
-        self.pieces = pieces.filter { $0.count > 0 }
+        // Filtered only when there is something to drop: the audit makes an origin for every
+        // value it decodes, and the filter's copy was an allocation each time.
+        self.pieces = pieces.contains { $0.count <= 0 } ? pieces.filter { $0.count > 0 } : pieces
         count = self.pieces.reduce(0) { $0 + $1.count }
     }
 
     public init(record: Int, offset: Int, count: Int) {
-        self.init([Piece(record: record, offset: offset, count: count)])
+        pieces = count > 0 ? [Piece(record: record, offset: offset, count: count)] : []
+        self.count = count > 0 ? count : 0
     }
 
     /// The origin of `data[from..<from+count]` of a record whose `data` starts at `base`, when

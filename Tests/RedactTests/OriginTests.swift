@@ -22,6 +22,13 @@ final class OriginTests: XCTestCase {
         XCTAssertNil(o.slice(10..<13))
         XCTAssertNil(o.slice(-1..<2))
         XCTAssertEqual(o.records, [3, 5])
+        // Empty and negative pieces are dropped, whichever way an origin is made.
+        for n in [0, -3] {
+            XCTAssertEqual(ByteOrigin(record: 1, offset: 2, count: n), ByteOrigin())
+            XCTAssertEqual(ByteOrigin([.init(record: 1, offset: 2, count: n), .init(record: 2, offset: 0, count: 3)]).pieces,
+                           [.init(record: 2, offset: 0, count: 3)])
+        }
+        XCTAssertEqual(ByteOrigin([.init(record: 1, offset: 2, count: 5)]).count, 5)
     }
 
     /// A checksum that follows from a secret is written where its own bytes lie, piece by piece;
