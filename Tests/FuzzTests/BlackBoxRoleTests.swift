@@ -27,6 +27,21 @@ final class BlackBoxRoleTests: XCTestCase {
     }
 
     /// The passwords the flows write are found again in what was written.
+    /// A password shows through a characteristic only in bytes it did not already show at
+    /// discovery: the fuzzer's values come partly from what the device says of itself.
+    func testAPasswordWindowInTheCharacteristicsOwnBaselineIsNotADisclosure() {
+        let name = Array("GATTLab Speaker 01".utf8)
+        let password = Array("Speaker 0".utf8)  // 9 bytes: both 8-byte windows are in the name
+        XCTAssertTrue(GATTSession.containsWindow(of: password, width: 8, in: name))
+        XCTAssertFalse(GATTSession.containsWindow(of: password, width: 8, in: name, notIn: name))
+        XCTAssertTrue(GATTSession.containsWindow(of: password, width: 8, in: name, notIn: nil))
+        // The same password in a value the baseline did not hold is shown.
+        let leaked = Array("status: Speaker 0 ok".utf8)
+        XCTAssertTrue(GATTSession.containsWindow(of: password, width: 8, in: leaked, notIn: Array("status: idle".utf8)))
+        // One window new is enough.
+        XCTAssertTrue(GATTSession.containsWindow(of: Array("Speaker 0X".utf8), width: 8, in: Array("Speaker 0X".utf8), notIn: name))
+    }
+
     func testSecretFindersFindTheCanary() {
         let speaker = SpeakerOTAProtocol.blackBoxRole(of: SpeakerOTA.credentials, userDescription: nil)
         XCTAssertEqual(speaker?.secret?(SpeakerOTA.Credentials(ssid: "HomeNet", password: BlackBoxCanary.password).encode()), Array(BlackBoxCanary.password.utf8))

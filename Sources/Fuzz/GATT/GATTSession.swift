@@ -639,8 +639,10 @@ final class GATTSession: @unchecked Sendable {
         guard value.count >= 6 else { return nil }
         let target = map.characteristics[c]
         // Passwords written in this input or an earlier one (a device keeps them): none may be
-        // shown by another characteristic.
-        for (index, secret, write) in state.secrets() where index != c && Self.containsWindow(of: secret, width: 8, in: value)
+        // shown by another characteristic. Bytes the characteristic already showed at discovery,
+        // before anything was written, are its own: a password that happens to hold them (the
+        // fuzzer's values come partly from what the device says) is not disclosed by it.
+        for (index, secret, write) in state.secrets() where index != c && Self.containsWindow(of: secret, width: 8, in: value, notIn: target.baseline)
             && !state.wasWritten(secret, to: c) && !written.contains(where: { $0.index == c && Self.containsWindow(of: secret, width: 8, in: $0.value) })
             && !(notified && echoes(secret, storedIn: index)) {
             // The password may have come from an earlier input: the reproducer writes it first.
@@ -670,6 +672,16 @@ final class GATTSession: @unchecked Sendable {
     }
 
     /// Whether any `width` consecutive bytes of `secret` appear in `value` (a read may cut it).
+    /// `containsWindow(of:width:in:)` counting only the windows that `baseline` does not hold.
+    static func containsWindow(of secret: [UInt8], width: Int, in value: [UInt8], notIn baseline: [UInt8]?) -> Bool {
+        guard secret.count >= width, value.count >= width else { return false }
+        for start in 0...(secret.count - width) {
+            let window = secret[start..<start + width]
+            if contains(value, window), !(baseline.map { contains($0, window) } ?? false) { return true }
+        }
+        return false
+    }
+
     static func containsWindow(of secret: [UInt8], width: Int, in value: [UInt8]) -> Bool {
         guard secret.count >= width, value.count >= width else { return false }
         for start in 0...(secret.count - width) where contains(value, secret[start..<start + width]) { return true }
