@@ -180,7 +180,7 @@ let package = Package(
         .testTarget(name: "ProfilesTests", dependencies: ["Protocols", "SpeakerOTACodec", "SensorScanCodec", "NRF7Codec", "ESPProvisioningCodec", "Profiles", "GATT", "ATT", "HCI", "Capture", "TestSupport"]),
         .testTarget(name: "EmulatorTests", dependencies: ["Protocols", "Emulator", "Transport", "Profiles", "GATT", "ATT", "HCI", "Capture", "TestSupport"]),
         // The renderers' parts (decode output, filters); whole outputs are tested through the binary.
-        .testTarget(name: "ReportTests", dependencies: ["Report", "ATT", "HCI", "TestSupport"], exclude: ["Fixtures"]),
+        .testTarget(name: "ReportTests", dependencies: ["Report", "GATT", "ATT", "HCI", "Capture", "TestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "AnalysisTests", dependencies: ["Protocols", "Analysis", "Report", "Emulator", "Profiles", "GATT", "ATT", "HCI", "Capture", "TestSupport"]),
         .testTarget(name: "RedactTests", dependencies: ["Protocols", "Redact", "Analysis", "Emulator", "Profiles", "GATT", "ATT", "HCI", "Capture", "TestSupport"]),
         .testTarget(name: "ReplayTests", dependencies: ["Protocols", "Replay", "Emulator", "Transport", "Profiles", "GATT", "ATT", "HCI", "Capture", "TestSupport"]),

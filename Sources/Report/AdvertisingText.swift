@@ -39,8 +39,8 @@ public enum AdvertisingText {
 
     /// `line(r)`, written into the output as bytes: a sniffer's capture is mostly advertising,
     /// and building each line as a string (interpolations, joins, hex a scalar at a time) was
-    /// half of text `decode`'s time on one. `lineByStrings` is the same text the plain way; a
-    /// test holds the two together.
+    /// half of text `decode`'s time on one. `AdvertisingTextTests` holds it to the same line
+    /// built as a string, the way it was.
     static func write(_ r: AdvertisingReport, to out: BufferedOutput) {
         out.append("ADV " as StaticString)
         out.append(r.eventName)
@@ -142,40 +142,5 @@ public enum AdvertisingText {
     /// multi-byte character, so looking at the bytes is exact.
     static func hasControlCharacters(_ s: String) -> Bool {
         s.utf8.contains { $0 < 0x20 || $0 == 0x7F }
-    }
-
-    /// The line built as a string, as it was before `write`: what the test compares with.
-    static func lineByStrings(_ r: AdvertisingReport) -> String {
-        var s = "ADV \(r.eventName)"
-        if let a = r.address { s += " \(a)" + (r.addressType.map { " (\($0))" } ?? "") } else { s += " anonymous" }
-        if let t = r.targetAddress { s += " -> \(t)" }
-        if let v = r.rssi { s += " RSSI \(v) dBm" }
-        if let p = r.primaryPHY { s += " \(p)" }
-        if let c = r.channel { s += " ch \(c)" }
-        let kind = [r.connectable ? "connectable" : nil, r.scannable ? "scannable" : nil].compactMap { $0 }
-        if !kind.isEmpty { s += " " + kind.joined(separator: ",") }
-        if let n = r.fragments {
-            s += r.dataStatus == "truncated" ? " [\(n) reports joined, truncated: the controller lost the rest]" : " [\(n) reports joined]"
-        } else if r.dataStatus == "incomplete" {
-            s += " [continues in the next report]"
-        } else if r.dataStatus == "truncated" {
-            s += " [truncated: the controller lost the rest]"
-        }
-        for ad in r.data.structures {
-            switch ad {
-            case .flags(let f): s += " flags 0x" + Hex.string([f])
-            case .localName(let n, let complete): s += " name\(complete ? "" : " (short)") \"\(printable(n))\""
-            case .serviceUUIDs(let us, _):
-                s += " services " + us.map { KnownUUIDs.name($0).map { n in "\(n)" } ?? $0.description }.joined(separator: ",")
-            case .serviceData(let u, let d): s += " data[\(KnownUUIDs.name(u) ?? u.description)] \(Hex.string(d))"
-            case .manufacturerData(let c, let d):
-                s += " mfr \(AdvertisingNames.company(c) ?? "0x" + Hex.string([UInt8(c >> 8), UInt8(c & 0xFF)])) \(Hex.string(d))"
-            case .txPowerLevel(let p): s += " tx \(p) dBm"
-            case .appearance(let a): s += " appearance 0x" + Hex.string([UInt8(a >> 8), UInt8(a & 0xFF)])
-            case .other(let t, let d): s += " \(ADStructure.typeName(t)) \(Hex.string(d))"
-            }
-        }
-        if let p = r.problem { s += " [problem: \(p)]" }
-        return s
     }
 }

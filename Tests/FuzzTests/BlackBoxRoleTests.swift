@@ -26,7 +26,6 @@ final class BlackBoxRoleTests: XCTestCase {
         }
     }
 
-    /// The passwords the flows write are found again in what was written.
     /// A password shows through a characteristic only in bytes it did not already show at
     /// discovery: the fuzzer's values come partly from what the device says of itself.
     func testAPasswordWindowInTheCharacteristicsOwnBaselineIsNotADisclosure() {
@@ -42,6 +41,7 @@ final class BlackBoxRoleTests: XCTestCase {
         XCTAssertTrue(GATTSession.containsWindow(of: Array("Speaker 0X".utf8), width: 8, in: Array("Speaker 0X".utf8), notIn: name))
     }
 
+    /// The passwords the flows write are found again in what was written.
     func testSecretFindersFindTheCanary() {
         let speaker = SpeakerOTAProtocol.blackBoxRole(of: SpeakerOTA.credentials, userDescription: nil)
         XCTAssertEqual(speaker?.secret?(SpeakerOTA.Credentials(ssid: "HomeNet", password: BlackBoxCanary.password).encode()), Array(BlackBoxCanary.password.utf8))

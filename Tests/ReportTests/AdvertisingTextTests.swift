@@ -1,4 +1,6 @@
 import ATT
+import Capture
+import GATT
 import HCI
 import TestSupport
 import XCTest
@@ -6,9 +8,9 @@ import XCTest
 @testable import Report
 
 /// An advertising report's decode line, written as bytes (`AdvertisingText.write`), against the
-/// same line built as a string the way it was before (`lineByStrings`): random reports with every
-/// field set or not, and random advertising data (names with control characters and bytes that
-/// are not UTF-8, every AD type, cut structures).
+/// same line built as a string the way it was before (`lineByStrings`, below): random reports
+/// with every field set or not, and random advertising data (names with control characters and
+/// bytes that are not UTF-8, every AD type, cut structures).
 final class AdvertisingTextTests: XCTestCase {
     func testWrittenLinesAreTheStringBuiltLines() {
         var rng = SplitMix(seed: 26)
@@ -50,10 +52,45 @@ final class AdvertisingTextTests: XCTestCase {
                 kinds.insert(s.type)
                 if case .localName = s { names += 1 }
             }
-            XCTAssertEqual(AdvertisingText.line(r), AdvertisingText.lineByStrings(r))
+            XCTAssertEqual(AdvertisingText.line(r), lineByStrings(r))
         }
         // Not vacuous: every kind of structure and names were written.
         XCTAssertTrue(Set(types).subtracting([0x2A, 0x3C]).isSubset(of: kinds), "\(kinds.sorted())")
         XCTAssertGreaterThan(names, 500)
+    }
+
+    /// The line built as a string, as `AdvertisingText.line` was before it wrote bytes.
+    private func lineByStrings(_ r: AdvertisingReport) -> String {
+        var s = "ADV \(r.eventName)"
+        if let a = r.address { s += " \(a)" + (r.addressType.map { " (\($0))" } ?? "") } else { s += " anonymous" }
+        if let t = r.targetAddress { s += " -> \(t)" }
+        if let v = r.rssi { s += " RSSI \(v) dBm" }
+        if let p = r.primaryPHY { s += " \(p)" }
+        if let c = r.channel { s += " ch \(c)" }
+        let kind = [r.connectable ? "connectable" : nil, r.scannable ? "scannable" : nil].compactMap { $0 }
+        if !kind.isEmpty { s += " " + kind.joined(separator: ",") }
+        if let n = r.fragments {
+            s += r.dataStatus == "truncated" ? " [\(n) reports joined, truncated: the controller lost the rest]" : " [\(n) reports joined]"
+        } else if r.dataStatus == "incomplete" {
+            s += " [continues in the next report]"
+        } else if r.dataStatus == "truncated" {
+            s += " [truncated: the controller lost the rest]"
+        }
+        for ad in r.data.structures {
+            switch ad {
+            case .flags(let f): s += " flags 0x" + Hex.string([f])
+            case .localName(let n, let complete): s += " name\(complete ? "" : " (short)") \"\(AdvertisingText.printable(n))\""
+            case .serviceUUIDs(let us, _):
+                s += " services " + us.map { KnownUUIDs.name($0).map { n in "\(n)" } ?? $0.description }.joined(separator: ",")
+            case .serviceData(let u, let d): s += " data[\(KnownUUIDs.name(u) ?? u.description)] \(Hex.string(d))"
+            case .manufacturerData(let c, let d):
+                s += " mfr \(AdvertisingNames.company(c) ?? "0x" + Hex.string([UInt8(c >> 8), UInt8(c & 0xFF)])) \(Hex.string(d))"
+            case .txPowerLevel(let p): s += " tx \(p) dBm"
+            case .appearance(let a): s += " appearance 0x" + Hex.string([UInt8(a >> 8), UInt8(a & 0xFF)])
+            case .other(let t, let d): s += " \(ADStructure.typeName(t)) \(Hex.string(d))"
+            }
+        }
+        if let p = r.problem { s += " [problem: \(p)]" }
+        return s
     }
 }

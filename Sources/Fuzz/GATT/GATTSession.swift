@@ -671,20 +671,14 @@ final class GATTSession: @unchecked Sendable {
         return Self.containsWindow(of: secret, width: 8, in: op.value)
     }
 
-    /// Whether any `width` consecutive bytes of `secret` appear in `value` (a read may cut it).
-    /// `containsWindow(of:width:in:)` counting only the windows that `baseline` does not hold.
-    static func containsWindow(of secret: [UInt8], width: Int, in value: [UInt8], notIn baseline: [UInt8]?) -> Bool {
+    /// Whether any `width` consecutive bytes of `secret` appear in `value` (a read may cut it)
+    /// and not in `baseline`, when one is given.
+    static func containsWindow(of secret: [UInt8], width: Int, in value: [UInt8], notIn baseline: [UInt8]? = nil) -> Bool {
         guard secret.count >= width, value.count >= width else { return false }
         for start in 0...(secret.count - width) {
             let window = secret[start..<start + width]
             if contains(value, window), !(baseline.map { contains($0, window) } ?? false) { return true }
         }
-        return false
-    }
-
-    static func containsWindow(of secret: [UInt8], width: Int, in value: [UInt8]) -> Bool {
-        guard secret.count >= width, value.count >= width else { return false }
-        for start in 0...(secret.count - width) where contains(value, secret[start..<start + width]) { return true }
         return false
     }
 
