@@ -13,9 +13,12 @@ public struct Timeline: Sendable {
     public var firstTime: Int64?
     public var lastTime: Int64?
     public var devices: [TimelineDevice] = []
-    public var connections: [TimelineConnection] = []
-    public var phases: [Phase] = []
-    public var progress: [ProgressPoint] = []
+    /// Connections, phases and progress grow with the capture (a rack's day has tens of
+    /// thousands of each): they live encoded, past 64 KiB in an encrypted temporary file
+    /// (`SpillList`), so that a timeline's memory stops growing at the event cap.
+    public var connections: SpillList<TimelineConnection> = []
+    public var phases: SpillList<Phase> = []
+    public var progress: SpillList<ProgressPoint> = []
     public var events: [TimelineEvent] = []
     public var findings: [Finding] = []
     /// Events not kept because the capture had more than `TimelineBuilder.maxEvents`.
@@ -378,9 +381,9 @@ extension Timeline {
         var t = self
         t.devices = devices.filter(keep)
         let ids = Set(t.devices.map(\.id))
-        t.connections = connections.filter { ids.contains($0.device) }
-        t.phases = phases.filter { ids.contains($0.device) }
-        t.progress = progress.filter { ids.contains($0.device) }
+        t.connections = connections.picking { ids.contains($0.device) }
+        t.phases = phases.picking { ids.contains($0.device) }
+        t.progress = progress.picking { ids.contains($0.device) }
         t.events = events.filter { $0.device.map(ids.contains) ?? true }
         t.findings = findings.filter { $0.device.map(ids.contains) ?? true }
         return t

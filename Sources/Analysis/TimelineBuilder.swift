@@ -20,6 +20,9 @@ public final class TimelineBuilder {
     /// The last connection each key had: protocol events a disconnection flushes (a scan answer
     /// cut short) belong to the connection that just ended.
     private var lastConnection: [ConnectionKey: Int] = [:]
+    /// Open connections as values, by id: every record on a link updates its connection, while
+    /// `timeline.connections` holds each encoded, as it was when it opened until it closes.
+    private var openConnections: [Int: TimelineConnection] = [:]
     private var lastActivity: [Int: (time: Int64, frame: Int)] = [:]
     /// Per device, the phase trackers of the protocols it speaks, by protocol name.
     private var trackers: [Int: [String: any PhaseTracking]] = [:]
@@ -126,8 +129,11 @@ public final class TimelineBuilder {
         c.implicit = implicit
         c.classic = info.classic
         timeline.connections.append(c)
+        openConnections[id] = c
         timeline.devices[d].connections.append(id)
         liveConnection[info.key] = id
+        // Only a key's last connection can still get a protocol event with a write to match.
+        if let previous = lastConnection[info.key] { lastWrite[previous] = nil }
         lastConnection[info.key] = id
         lastActivity[id] = (time, frame)
         if let r = rebootAt[d] {
@@ -141,13 +147,38 @@ public final class TimelineBuilder {
         return id
     }
 
+    /// Connection `c` as it stands now.
+    private func connectionValue(_ c: Int) -> TimelineConnection {
+        openConnections[c] ?? timeline.connections[c]
+    }
+
+    /// Changes connection `c`: in place while it is open, else written anew to the timeline's list.
+    private func update(_ c: Int, _ change: (inout TimelineConnection) -> Void) {
+        if openConnections[c] != nil {
+            change(&openConnections[c]!)
+        } else {
+            var connection = timeline.connections[c]
+            change(&connection)
+            timeline.connections.replace(at: c, with: connection)
+        }
+    }
+
+    /// Connection `c` has ended: written to the timeline's list as it ended, and what was kept
+    /// per open connection let go.
+    private func close(_ c: Int) {
+        guard let connection = openConnections.removeValue(forKey: c) else { return }
+        timeline.connections.replace(at: c, with: connection)
+        lastActivity[c] = nil
+        encryptedTold.remove(c)
+    }
+
     /// The live connection for a key, opened implicitly when the capture started after it.
     private func connection(_ key: ConnectionKey, time: Int64, frame: Int) -> Int {
         if let c = liveConnection[key] { return c }
         var info = ConnectionInfo(key: key, frame: frame, time: time)
         info.implicit = true
         let id = open(info, time: time, frame: frame, implicit: true)
-        add(TimelineEvent(time: time, device: timeline.connections[id].device, connection: id, lane: .link,
+        add(TimelineEvent(time: time, device: connectionValue(id).device, connection: id, lane: .link,
                           kind: "link.already-connected", summary: "connection \(key) already up when the capture started",
                           fields: [Field("handle", .string(key.description))], frames: [frame]))
         return id
@@ -155,13 +186,13 @@ public final class TimelineBuilder {
 
     private func touch(_ c: Int, time: Int64, frame: Int) {
         if let last = lastActivity[c], time - last.time > Self.gapThreshold {
-            add(TimelineEvent(time: last.time, device: timeline.connections[c].device, connection: c, lane: .link, kind: "link.gap",
+            add(TimelineEvent(time: last.time, device: connectionValue(c).device, connection: c, lane: .link, kind: "link.gap",
                               summary: "no traffic for \(Self.seconds(time - last.time))",
                               fields: [Field("seconds", .double(Double(time - last.time) / 1e6))], frames: [last.frame, frame]))
         }
         lastActivity[c] = (time, frame)
-        timeline.connections[c].lastFrame = frame
-        let d = timeline.connections[c].device
+        update(c) { $0.lastFrame = frame }
+        let d = connectionValue(c).device
         timeline.devices[d].end = max(timeline.devices[d].end, time)
     }
 
@@ -177,7 +208,7 @@ public final class TimelineBuilder {
             if isVendorDiagnostics(a.connection) { break }
             let c = connection(a.connection, time: t, frame: f)
             touch(c, time: t, frame: f)
-            timeline.connections[c].carriedATT = true
+            update(c) { $0.carriedATT = true }
             consumeATT(a, connection: c, time: t, frame: f)
         case .operation(let op):
             switch op {
@@ -185,8 +216,8 @@ public final class TimelineBuilder {
                 break
             case .mtuExchanged(let key, let client, let server, let mtu):
                 let c = connection(key, time: t, frame: f)
-                timeline.connections[c].mtu = mtu
-                add(TimelineEvent(time: t, device: timeline.connections[c].device, connection: c, lane: .link, kind: "link.mtu",
+                update(c) { $0.mtu = mtu }
+                add(TimelineEvent(time: t, device: connectionValue(c).device, connection: c, lane: .link, kind: "link.mtu",
                                   summary: "MTU \(mtu) (phone \(client), device \(server))",
                                   fields: [Field("mtu", .int(mtu)), Field("client", .int(Int(client))), Field("server", .int(Int(server)))],
                                   frames: [f]))
@@ -195,7 +226,7 @@ public final class TimelineBuilder {
                 guard let characteristic else { break }
                 if notify || indicate { subscribed[c, default: []].insert(characteristic) } else { subscribed[c]?.remove(characteristic) }
                 let what = notify && indicate ? "notifications and indications" : notify ? "notifications" : indicate ? "indications" : "off"
-                add(TimelineEvent(time: t, device: timeline.connections[c].device, connection: c, lane: .link, kind: "gatt.subscribe",
+                add(TimelineEvent(time: t, device: connectionValue(c).device, connection: c, lane: .link, kind: "gatt.subscribe",
                                   summary: "subscribed to \(KnownUUIDs.name(characteristic) ?? characteristic.description): \(what)",
                                   fields: [Field("characteristic", .string(KnownUUIDs.name(characteristic) ?? characteristic.description)),
                                            Field("notify", .bool(notify)), Field("indicate", .bool(indicate))], frames: [f]))
@@ -224,11 +255,15 @@ public final class TimelineBuilder {
             if let p = info.peripheralAddress, info.centralAddress != nil, connectAttempts.count < Self.maxConnectAttempts {
                 connectAttempts.append(.init(peer: p, peerType: nil, time: t, frame: f))
             }
-            if let old = liveConnection[info.key] { liveConnection[info.key] = nil; timeline.connections[old].end = t }
+            if let old = liveConnection[info.key] {
+                liveConnection[info.key] = nil
+                update(old) { $0.end = t }
+                close(old)
+            }
             let c = open(info, time: t, frame: f, implicit: false)
             connectTarget = nil
             for var attempt in unattributedAttempts {
-                attempt.device = timeline.connections[c].device
+                attempt.device = connectionValue(c).device
                 add(attempt)
             }
             unattributedAttempts.removeAll()
@@ -239,7 +274,7 @@ public final class TimelineBuilder {
                 fields.append(Field("intervalMs", .double(Double(i) * 1.25)))
                 summary += ", interval \(Self.decimal(Double(i) * 1.25, 2)) ms"
             }
-            add(TimelineEvent(time: t, device: timeline.connections[c].device, connection: c, lane: .link, kind: "link.connected",
+            add(TimelineEvent(time: t, device: connectionValue(c).device, connection: c, lane: .link, kind: "link.connected",
                               summary: summary, fields: fields, frames: [f]))
         case .connectionFailed(let status, let reported):
             // A failed or cancelled attempt reports the peer it was made for, or all zeros when
@@ -267,9 +302,11 @@ public final class TimelineBuilder {
         case .disconnection(let info, let reason):
             let c = connection(info.key, time: t, frame: f)
             touch(c, time: t, frame: f)
-            timeline.connections[c].end = t
-            timeline.connections[c].disconnectReason = reason
-            timeline.connections[c].hostDisconnectReason = info.hostDisconnectReason
+            update(c) { connection in
+                connection.end = t
+                connection.disconnectReason = reason
+                connection.hostDisconnectReason = info.hostDisconnectReason
+            }
             liveConnection[info.key] = nil
             let code = "\(reason.name) (0x\(Hex.string([reason.rawValue])))"
             var fields = [Field("code", .int(Int(reason.rawValue))), Field("reason", .string(reason.name))]
@@ -285,37 +322,40 @@ public final class TimelineBuilder {
                 summary = "disconnected: \(code): \(Meanings.disconnect(reason))"
                 fields.append(Field("meaning", .string(Meanings.disconnect(reason))))
             }
-            add(TimelineEvent(time: t, device: timeline.connections[c].device, connection: c, lane: .link, kind: "link.disconnected",
+            add(TimelineEvent(time: t, device: connectionValue(c).device, connection: c, lane: .link, kind: "link.disconnected",
                               summary: summary, fields: fields, frames: [f]))
             linkEnded(connection: c, time: t, frame: f)
+            close(c)
         case .encryptionChange(let key, let enabled, let status, let keySize):
             let c = connection(key, time: t, frame: f)
             touch(c, time: t, frame: f)
             if status.rawValue == 0 {
-                timeline.connections[c].encrypted = enabled
-                if let keySize { timeline.connections[c].keySize = Int(keySize) }
-                if enabled, timeline.connections[c].encryptedAt == nil { timeline.connections[c].encryptedAt = t }
+                update(c) { connection in
+                    connection.encrypted = enabled
+                    if let keySize { connection.keySize = Int(keySize) }
+                    if enabled, connection.encryptedAt == nil { connection.encryptedAt = t }
+                }
             }
             var fields = [Field("enabled", .bool(enabled)), Field("status", .string(status.name))]
             if let keySize { fields.append(Field("keySize", .int(Int(keySize)))) }
             let summary = status.rawValue != 0 ? "encryption failed: \(status.name)"
                 : enabled ? "link encrypted" + (keySize.map { " (\($0)-byte key)" } ?? "") : "encryption off"
-            add(TimelineEvent(time: t, device: timeline.connections[c].device, connection: c, lane: .link, kind: "link.encryption",
+            add(TimelineEvent(time: t, device: connectionValue(c).device, connection: c, lane: .link, kind: "link.encryption",
                               summary: summary, fields: fields, frames: [f]))
         case .smp(let key, _, let pdu):
             let c = connection(key, time: t, frame: f)
             touch(c, time: t, frame: f)
             switch pdu {
             case .pairingRequest:
-                timeline.connections[c].paired = true
-                add(TimelineEvent(time: t, device: timeline.connections[c].device, connection: c, lane: .link, kind: "link.pairing",
+                update(c) { $0.paired = true }
+                add(TimelineEvent(time: t, device: connectionValue(c).device, connection: c, lane: .link, kind: "link.pairing",
                                   summary: "pairing started", fields: [], frames: [f]))
             case .pairingFailed(let reason):
-                add(TimelineEvent(time: t, device: timeline.connections[c].device, connection: c, lane: .link, kind: "link.pairing-failed",
+                add(TimelineEvent(time: t, device: connectionValue(c).device, connection: c, lane: .link, kind: "link.pairing-failed",
                                   summary: "pairing failed (SMP reason 0x\(Hex.string([reason])))",
                                   fields: [Field("reason", .int(Int(reason)))], frames: [f]))
             default:
-                timeline.connections[c].paired = true
+                update(c) { $0.paired = true }
             }
         case .encrypted(let key, _, let pdu):
             let c = connection(key, time: t, frame: f)
@@ -324,11 +364,11 @@ public final class TimelineBuilder {
             // that failed (damaged on air) are decode's to list.
             switch pdu.reason {
             case .keyLikelyWrong:
-                add(TimelineEvent(time: t, device: timeline.connections[c].device, connection: c, lane: .link, kind: "link.ltk-wrong",
+                add(TimelineEvent(time: t, device: connectionValue(c).device, connection: c, lane: .link, kind: "link.ltk-wrong",
                                   summary: pdu.reasonText, fields: [Field("reason", .string(pdu.reasonName))], frames: [f]))
             case .noKey, .noKeyExchange:
                 guard encryptedTold.insert(c).inserted else { break }
-                add(TimelineEvent(time: t, device: timeline.connections[c].device, connection: c, lane: .link, kind: "link.encrypted-traffic",
+                add(TimelineEvent(time: t, device: connectionValue(c).device, connection: c, lane: .link, kind: "link.encrypted-traffic",
                                   summary: "encrypted traffic: \(pdu.reasonText)",
                                   fields: [Field("reason", .string(pdu.reasonName))], frames: [f]))
             case .micFailed, .keyRejected, .damaged:
@@ -337,11 +377,11 @@ public final class TimelineBuilder {
         case .decrypting(let key):
             let c = connection(key, time: t, frame: f)
             touch(c, time: t, frame: f)
-            add(TimelineEvent(time: t, device: timeline.connections[c].device, connection: c, lane: .link, kind: "link.decrypted",
+            add(TimelineEvent(time: t, device: connectionValue(c).device, connection: c, lane: .link, kind: "link.decrypted",
                               summary: "LTK verified: the encrypted link is decrypted", fields: [], frames: [f]))
         case .connectionUpdate(let key, let interval, let latency, let timeout):
             let c = connection(key, time: t, frame: f)
-            add(TimelineEvent(time: t, device: timeline.connections[c].device, connection: c, lane: .link, kind: "link.parameters",
+            add(TimelineEvent(time: t, device: connectionValue(c).device, connection: c, lane: .link, kind: "link.parameters",
                               summary: "interval \(Self.decimal(Double(interval) * 1.25, 2)) ms, latency \(latency), timeout \(Int(timeout) * 10) ms",
                               fields: [Field("intervalMs", .double(Double(interval) * 1.25)), Field("latency", .int(Int(latency))),
                                        Field("timeoutMs", .int(Int(timeout) * 10))], frames: [f]))
@@ -353,7 +393,7 @@ public final class TimelineBuilder {
             if isVendorDiagnostics(key) || (liveConnection[key] == nil && key.isLinkLayer) { break }
             touch(connection(key, time: t, frame: f), time: t, frame: f)
         case .encryptionKeySize(let key, let size):
-            if let c = liveConnection[key] { timeline.connections[c].keySize = Int(size) }
+            if let c = liveConnection[key] { update(c) { $0.keySize = Int(size) } }
         default:
             break
         }
@@ -369,21 +409,21 @@ public final class TimelineBuilder {
             let name = characteristic ?? "handle 0x\(Hex.string([UInt8(handle >> 8), UInt8(handle & 0xFF)]))"
             // Discovery ends with Attribute Not Found by design: not part of the story.
             guard error != .attributeNotFound else { return }
-            add(TimelineEvent(time: t, device: timeline.connections[c].device, connection: c, lane: .link, kind: "att.error",
+            add(TimelineEvent(time: t, device: connectionValue(c).device, connection: c, lane: .link, kind: "att.error",
                               summary: "\(ATTOpcode.name(for: request)) on \(name): \(error)",
                               fields: [Field("request", .string(ATTOpcode.name(for: request))), Field("handle", .int(Int(handle))),
                                        Field("characteristic", .string(name)), Field("error", .string("\(error)")),
                                        Field("pairFirst", .bool(error.meansPairFirst)),
                                        Field("security", .string(error.securityRequirement?.rawValue ?? "")),
-                                       Field("encrypted", .bool(timeline.connections[c].encrypted))], frames: [f]))
+                                       Field("encrypted", .bool(connectionValue(c).encrypted))], frames: [f]))
         case .readResponse(let v) where a.info?.uuid.uuid16 == 0x2A00:
-            let d = timeline.connections[c].device
+            let d = connectionValue(c).device
             if timeline.devices[d].name == nil { timeline.devices[d].name = ProtocolText.display(v) }
         case .readByGroupTypeResponse(_, let entries) where a.direction != .sent && a.direction != .centralToPeripheral:
             // Only service discovery reads by group type (0x2800/0x2801): each entry's value is a
             // service UUID. Only the device's own answers count: a phone is a GATT server too
             // (an iPhone offers ANCS and AMS to a watch), and its services are not the device's.
-            let d = timeline.connections[c].device
+            let d = connectionValue(c).device
             for e in entries {
                 if let uuid = BluetoothUUID(littleEndianBytes: e.value), !timeline.devices[d].services.contains(uuid) {
                     timeline.devices[d].services.append(uuid)
@@ -399,16 +439,16 @@ public final class TimelineBuilder {
     private func consume(_ e: ProfileEvent) {
         let time = Self.clamp(e.time)
         let c = liveConnection[e.connection] ?? lastConnection[e.connection] ?? connection(e.connection, time: time, frame: e.frame)
-        let d = timeline.connections[c].device
+        let d = connectionValue(c).device
         if !timeline.devices[d].protocols.contains(e.protocolName) { timeline.devices[d].protocols.append(e.protocolName) }
         let frames = e.firstFrame == e.frame ? [e.frame] : [e.firstFrame, e.frame]
         let hooks = analysis[e.protocolName]
         let lane = hooks?.lane ?? .provisioning
         add(TimelineEvent(time: time, device: d, connection: c, lane: lane, kind: e.kind, frames: frames, message: e.message, problems: e.problems))
-        if let w = lastWrite[c], w.frame == e.frame, w.length >= timeline.connections[c].mtu - 3, e.firstFrame == e.frame,
+        if let w = lastWrite[c], w.frame == e.frame, w.length >= connectionValue(c).mtu - 3, e.firstFrame == e.frame,
            hooks?.isWholeValueWrite(e) == true {
             truncatedWrites.append((c, e.frame, time, KnownUUIDs.name(e.characteristic) ?? e.characteristic.description, w.length,
-                                    timeline.connections[c].mtu))
+                                    connectionValue(c).mtu))
         }
         guard let hooks, let message = e.message else { return }
         if trackers[d]?[hooks.name] == nil, let tracker = hooks.phaseTracker(device: d) { trackers[d, default: [:]][hooks.name] = tracker }
@@ -417,7 +457,7 @@ public final class TimelineBuilder {
     }
 
     private func linkEnded(connection c: Int, time t: Int64, frame f: Int) {
-        let d = timeline.connections[c].device
+        let d = connectionValue(c).device
         for p in protocols { trackers[d]?[p.name]?.linkEnded(connection: c, time: t, frame: f, to: &timeline) }
     }
 
@@ -426,6 +466,7 @@ public final class TimelineBuilder {
     /// Closes open phases, sums up each device and runs the diagnoses.
     public func finish() -> Timeline {
         let end = timeline.lastTime ?? 0
+        for c in openConnections.keys.sorted() { close(c) }
         for attempt in unattributedAttempts { add(attempt) }
         unattributedAttempts.removeAll()
         for d in trackers.keys.sorted() {
@@ -436,7 +477,7 @@ public final class TimelineBuilder {
                                          outcome: .open, detail: "no reconnection in the capture", firstFrame: r.frame, lastFrame: r.frame))
         }
         timeline.phases += Provisioning.phases(timeline, protocols: protocols)
-        timeline.phases.sort { ($0.start, $0.device) < ($1.start, $1.device) }
+        timeline.phases.sort(on: { ($0.start, $0.device) }, by: <)
         timeline.events.sort { $0.time < $1.time }  // stable: gap events were added late
         addAdvertising()
         var result = timeline

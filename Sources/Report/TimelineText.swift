@@ -45,6 +45,10 @@ public enum TimelineText {
         out += colors.bold(t.source) + "  " + colors.dim("\(t.format), \(t.records) records, \(TimeFormat.duration(t.duration))"
             + (t.firstTime.map { ", from \(TimeFormat.iso8601($0))" } ?? "")) + "\n"
         if t.devices.isEmpty { out += "  no devices: the capture has no connections\n" }
+        // Each device's phases and connections, as places in the timeline's lists: the lists
+        // live encoded (`SpillList`), so each element is read once here and once to be written.
+        let phasesOf = Dictionary(grouping: t.phases.indices) { t.phases[$0].device }
+        let connectionsOf = Dictionary(grouping: t.connections.indices) { t.connections[$0].device }
         for d in t.devices {
             let name = [d.address, d.name.map { "\"\($0)\"" }].compactMap { $0 }.joined(separator: " ")
             out += "\n" + colors.bold("Device \(d.id): \(name.isEmpty ? "unknown address" : name)")
@@ -76,7 +80,7 @@ public enum TimelineText {
                     out += "      " + colors.dim("what to do: ") + f.advice + "\n"
                 }
             }
-            let phases = t.phases.filter { $0.device == d.id }
+            let phases = t.phases.picking(phasesOf[d.id] ?? [])
             if !phases.isEmpty {
                 out += "  Phases:\n"
                 for p in phases {
@@ -85,7 +89,7 @@ public enum TimelineText {
                     out += (p.outcome == .failed ? colors.red(line) : line) + "\n"
                 }
             }
-            let connections = t.connections.filter { $0.device == d.id }
+            let connections = t.connections.picking(connectionsOf[d.id] ?? [])
             if !connections.isEmpty {
                 out += "  Connections:\n"
                 for c in connections {

@@ -1,10 +1,11 @@
 import Capture
 import Foundation
+import HCI
 import TestSupport
 import XCTest
 @testable import Analysis
 
-/// The audit's lists keep their elements encoded, in memory up to a limit and then in an
+/// The audit's and the timeline's growing lists keep their elements encoded, in memory up to a limit and then in an
 /// encrypted, unlinked temporary file (`SpillList`): what goes in comes out, in order, whether
 /// it was read back from memory or from the file, and the file never holds a secret in clear.
 final class SpillListTests: XCTestCase {
@@ -132,6 +133,80 @@ final class SpillListTests: XCTestCase {
         XCTAssertEqual(picked.count, order.count)
         for (i, p) in order.enumerated() { XCTAssertTrue(Self.same(picked[i], s.links[p]), "position \(p)") }
         XCTAssertEqual(picked.fileBytes(), list.fileBytes(), "picking wrote nothing")
+    }
+
+    /// A replaced element reads as its new value from then on, in this list only; its neighbours
+    /// do not move, whether the old bytes lie in memory or in the file.
+    func testReplaceChangesOneElementOfOneList() {
+        let s = Self.samples(60, seed: 8)
+        for limit in [0, 700, 1 << 20] {
+            var list = SpillList<AuditLink>(memoryLimit: limit)
+            list += s.links.prefix(30)
+            let before = list
+            var expected = Array(s.links.prefix(30))
+            for (i, j) in [(0, 59), (17, 40), (29, 31), (17, 33)] {
+                list.replace(at: i, with: s.links[j])
+                expected[i] = s.links[j]
+            }
+            list += s.links.suffix(5)
+            expected += s.links.suffix(5)
+            XCTAssertEqual(list.count, expected.count)
+            for i in expected.indices { XCTAssertTrue(Self.same(list[i], expected[i]), "element \(i), limit \(limit)") }
+            for i in 0..<30 { XCTAssertTrue(Self.same(before[i], s.links[i]), "the copy taken before changed at \(i)") }
+        }
+    }
+
+    func testPickingWhereKeepsTheOrder() {
+        let s = Self.samples(80, seed: 12)
+        var list = SpillList<AuditFinding>(memoryLimit: 300)
+        list += s.findings
+        let kept = list.picking { $0.severity == .error }
+        let expected = s.findings.filter { $0.severity == .error }
+        XCTAssertGreaterThan(expected.count, 5)
+        XCTAssertEqual(kept.count, expected.count)
+        for (a, b) in zip(kept, expected) { XCTAssertTrue(Self.same(a, b)) }
+    }
+
+    /// The timeline's connections, phases and progress read back as they went in, every field
+    /// (compared through their full descriptions, so a field added later and not spilled fails).
+    func testTimelineListsComeBackAsTheyWent() {
+        var r = SplitMix64(seed: 21)
+        func pick(_ k: UInt64) -> Int { Int(r.next() % k) }
+        func big() -> Int64 { [0, 1, -1, Int64.max, Int64.min, 1_700_000_000_000_000][pick(6)] }
+        func maybe<T>(_ v: @autoclosure () -> T) -> T? { pick(2) == 0 ? nil : v() }
+        var connections: [TimelineConnection] = [], phases: [Phase] = [], progress: [ProgressPoint] = []
+        for i in 0..<300 {
+            let key = pick(2) == 0 ? ConnectionKey(controller: UInt16(pick(3)), handle: UInt16(pick(0x0F00)))
+                                   : ConnectionKey(accessAddress: UInt32(truncatingIfNeeded: r.next()))
+            var c = TimelineConnection(id: i, device: pick(9), key: key, start: big(), firstFrame: pick(1 << 40), lastFrame: Int.max - pick(9))
+            c.end = maybe(big())
+            c.mtu = [23, 247, 517, 65_535][pick(4)]
+            c.encrypted = pick(2) == 0
+            c.encryptedAt = maybe(big())
+            c.keySize = maybe(pick(17))
+            c.paired = pick(2) == 0
+            c.disconnectReason = maybe(HCIStatus(UInt8(pick(256))))
+            c.hostDisconnectReason = maybe(HCIStatus(UInt8(pick(256))))
+            c.implicit = pick(2) == 0
+            c.classic = pick(2) == 0
+            c.carriedATT = pick(2) == 0
+            connections.append(c)
+            phases.append(Phase(device: pick(5), connection: maybe(pick(99)), name: ["download", "wifi-join", "", "Café ✓"][pick(4)],
+                                start: big(), end: big(), outcome: [.ok, .failed, .interrupted, .open][pick(4)],
+                                detail: maybe(["SET_CONFIG \u{0}ssid", String(repeating: "é", count: pick(200))][pick(2)]),
+                                firstFrame: pick(1 << 30), lastFrame: pick(1 << 30)))
+            progress.append(ProgressPoint(device: pick(5), time: big(), percent: pick(256) - 100, kb: pick(1 << 33)))
+        }
+        for limit in [0, 1_000, 1 << 20] {
+            var c = SpillList<TimelineConnection>(memoryLimit: limit), p = SpillList<Phase>(memoryLimit: limit)
+            var g = SpillList<ProgressPoint>(memoryLimit: limit)
+            c += connections
+            p += phases
+            g += progress
+            XCTAssertEqual(c.map { "\($0)" }, connections.map { "\($0)" }, "limit \(limit)")
+            XCTAssertEqual(p.map { "\($0)" }, phases.map { "\($0)" }, "limit \(limit)")
+            XCTAssertEqual(g.map { "\($0)" }, progress.map { "\($0)" }, "limit \(limit)")
+        }
     }
 
     /// Where no file can be made, the list keeps everything in memory and works the same.

@@ -41,13 +41,14 @@ final class OutputIdentityTests: XCTestCase {
         try check(set: "real", files: try RealCaptures.manifest(), directory: folder)
     }
 
-    /// The audit once more with its lists read back from their temporary file after every element
-    /// (GATTLAB_SPILL_MEMORY_LIMIT=0; a long capture's lists go there): it must print the same.
-    static let spilled = ["audit", "--format", "json"]
+    /// The audit and the timeline once more with their lists read back from their temporary files
+    /// after every element (GATTLAB_SPILL_MEMORY_LIMIT=0; a long capture's lists go there): they
+    /// must print the same.
+    static let spilled: [[String]] = [["audit", "--format", "json"], ["timeline"], ["timeline", "--format", "json"]]
 
     func check(set: String, files: [String], directory: URL) throws {
         let gattlab = try Harness.gattlab
-        let jobs = files.flatMap { f in Self.commands.map { (f, $0, false) } + [(f, Self.spilled, true)] }
+        let jobs = files.flatMap { f in Self.commands.map { (f, $0, false) } + Self.spilled.map { (f, $0, true) } }
         nonisolated(unsafe) var rows = [Row?](repeating: nil, count: jobs.count)
         nonisolated(unsafe) var spilledRows: [Row] = []
         nonisolated(unsafe) var failures: [String] = []
@@ -69,9 +70,9 @@ final class OutputIdentityTests: XCTestCase {
         XCTAssertEqual(failures, [])
         let now = rows.compactMap { $0 }
         let unspilled = Dictionary(now.map { ("\($0.file)\t\($0.command)", $0.digest) }) { a, _ in a }
-        let differ = spilledRows.filter { unspilled["\($0.file)\t\($0.command)"] != $0.digest }.map(\.file)
-        XCTAssertEqual(spilledRows.count, files.count)
-        XCTAssertTrue(differ.isEmpty, "the audit prints otherwise when its lists are read back from their file: \(differ.prefix(10))")
+        let differ = spilledRows.filter { unspilled["\($0.file)\t\($0.command)"] != $0.digest }.map { "\($0.file): \($0.command)" }
+        XCTAssertEqual(spilledRows.count, files.count * Self.spilled.count)
+        XCTAssertTrue(differ.isEmpty, "outputs that differ when lists are read back from their file: \(differ.prefix(10))")
         if ProcessInfo.processInfo.environment["GATTLAB_UPDATE_OUTPUT_DIGESTS"] == "1" {
             let kept = try Self.load().filter { $0.set != set }
             let lines = (kept + now).sorted { ($0.set, $0.file, $0.command) < ($1.set, $1.file, $1.command) }.map(\.line)

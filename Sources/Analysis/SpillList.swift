@@ -13,9 +13,9 @@ public protocol Spillable: Sendable {
 }
 
 /// An append-only list whose elements live encoded: in memory up to a limit, then in a temporary
-/// file, so that the lists an audit keeps per connection and per secret stay a few bytes each in
-/// memory (8 per element) however long the capture. The audit of 4 million records kept 92 MB of
-/// such lists as values.
+/// file, so that the lists an audit or a timeline keeps per connection, per phase and per secret
+/// stay a few bytes each in memory (8 per element) however long the capture. The audit of 4
+/// million records kept 92 MB of such lists as values, the timeline 29 MB.
 ///
 /// The file is made in `TMPDIR` (or /tmp) with mode 0600 and unlinked at once: nothing is left on
 /// disk whatever the exit, and no other user can open it. Its bytes are AES-256-CTR ciphertext
@@ -53,10 +53,28 @@ public struct SpillList<Element: Spillable>: RandomAccessCollection, Expressible
 
     public mutating func append(_ element: Element) {
         let (offset, count) = storage.append { w in element.spill(into: &w) }
-        // The audit's elements are bounded far below 16 MiB whatever the capture: a secret's
-        // value by the 64 KiB long-write cap, evidence and record lists by `appendCapped`.
+        // The elements are bounded far below 16 MiB whatever the capture: a secret's value by
+        // the 64 KiB long-write cap, evidence and record lists by `appendCapped`, a timeline's
+        // phase detail by the message it quotes.
         precondition(count < 1 << 24, "a spilled element of \(count) bytes")
         slots.append(UInt64(offset) << 24 | UInt64(count))
+    }
+
+    /// Puts `element` at `position` in place of what was there. The old bytes stay where they lie
+    /// (the storage only grows), so this is for values that change a few times, not in a loop:
+    /// a timeline writes a connection once when it opens and once when it ends.
+    public mutating func replace(at position: Int, with element: Element) {
+        let (offset, count) = storage.append { w in element.spill(into: &w) }
+        precondition(count < 1 << 24, "a spilled element of \(count) bytes")
+        slots[position] = UInt64(offset) << 24 | UInt64(count)
+    }
+
+    /// The elements for which `isIncluded` is true, in order: a list sharing this one's storage
+    /// (`filter` makes an array of values).
+    public func picking(where isIncluded: (Element) throws -> Bool) rethrows -> SpillList {
+        var positions: [Int] = []
+        for i in indices where try isIncluded(self[i]) { positions.append(i) }
+        return picking(positions)
     }
 
     public mutating func append(contentsOf elements: some Sequence<Element>) {
@@ -204,10 +222,10 @@ final class SpillStorage: @unchecked Sendable {
         while got < length {
             let n = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + got, length - got, off_t(start + got)) }
             if n < 0, errno == EINTR { continue }
-            guard n > 0 else { fatalError("gattlab: the audit's temporary file could not be read back (\(String(cString: strerror(errno))))") }
+            guard n > 0 else { fatalError("gattlab: a spilled list's temporary file could not be read back (\(String(cString: strerror(errno))))") }
             got += n
         }
-        guard crypt(&bytes, at: start) else { fatalError("gattlab: the audit's temporary file could not be decrypted") }
+        guard crypt(&bytes, at: start) else { fatalError("gattlab: a spilled list's temporary file could not be decrypted") }
         cache = bytes
         cacheStart = start
     }
