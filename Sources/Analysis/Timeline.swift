@@ -216,38 +216,107 @@ public struct TimelineEvent: Sendable {
     private final class Storage: @unchecked Sendable {
         // Never changed once shared: a mutation of a shared box copies it first (`unique()`).
         var kind: String
-        /// Nil: told by the message (`EventDescription`) when asked.
-        var summary: String?
-        var fields: [Field]?
-        var frames: [Int]
+        /// The event's own summary and fields (a link event's), encoded (`EventText`); nil: told
+        /// by the message (`EventDescription`) when asked.
+        var told: Told?
+        /// Up to two frames inline (nearly every event has one or two: an array for them was
+        /// 48 bytes and an allocation per event), `Int.min` where there is none; more in `moreFrames`.
+        var frame0: Int
+        var frame1: Int
+        var moreFrames: [Int]?
         var message: (any ProfileMessage)?
         var problems: [ProtocolProblem]
 
-        init(kind: String, summary: String?, fields: [Field]?, frames: [Int], message: (any ProfileMessage)?, problems: [ProtocolProblem]) {
+        init(kind: String, told: Told?, frames: [Int], message: (any ProfileMessage)?, problems: [ProtocolProblem]) {
             self.kind = kind
-            self.summary = summary
-            self.fields = fields
-            self.frames = frames
+            self.told = told
+            frame0 = .min
+            frame1 = .min
             self.message = message
             self.problems = problems
+            self.frames = frames
         }
 
-        func copy() -> Storage {
-            Storage(kind: kind, summary: summary, fields: fields, frames: frames, message: message, problems: problems)
+        init(copying o: Storage) {
+            kind = o.kind
+            told = o.told
+            frame0 = o.frame0
+            frame1 = o.frame1
+            moreFrames = o.moreFrames
+            message = o.message
+            problems = o.problems
+        }
+
+        var frames: [Int] {
+            get {
+                if let moreFrames { return moreFrames }
+                return frame0 == .min ? [] : frame1 == .min ? [frame0] : [frame0, frame1]
+            }
+            set {
+                if newValue.count <= 2, !newValue.contains(.min) {
+                    frame0 = newValue.first ?? .min
+                    frame1 = newValue.count == 2 ? newValue[1] : .min
+                    moreFrames = nil
+                } else {
+                    moreFrames = newValue
+                }
+            }
+        }
+
+        var frameCount: Int { moreFrames?.count ?? (frame0 == .min ? 0 : frame1 == .min ? 1 : 2) }
+
+        func forEachFrame(_ body: (Int) throws -> Void) rethrows {
+            if let moreFrames { for f in moreFrames { try body(f) } ; return }
+            if frame0 != .min { try body(frame0) }
+            if frame1 != .min { try body(frame1) }
+        }
+    }
+
+    /// A summary and fields the event keeps itself.
+    private enum Told {
+        case encoded([UInt8])
+        /// Fields with a secret, which are not encoded.
+        case values(Values)
+
+        final class Values: @unchecked Sendable {
+            let summary: String
+            let fields: [Field]
+            init(_ summary: String, _ fields: [Field]) {
+                self.summary = summary
+                self.fields = fields
+            }
+        }
+
+        init(summary: String, fields: [Field]) {
+            if let bytes = EventText.encode(summary: summary, fields: fields) { self = .encoded(bytes) } else { self = .values(Values(summary, fields)) }
+        }
+
+        var summary: String {
+            switch self {
+            case .encoded(let bytes): EventText.summary(bytes)
+            case .values(let v): v.summary
+            }
+        }
+
+        var described: (summary: String, fields: [Field]) {
+            switch self {
+            case .encoded(let bytes): EventText.decode(bytes)
+            case .values(let v): (v.summary, v.fields)
+            }
         }
     }
 
     init(time: Int64, device: Int?, connection: Int?, lane: Lane, kind: String, summary: String, fields: [Field], frames: [Int],
          message: (any ProfileMessage)? = nil, problems: [ProtocolProblem] = []) {
         self.init(time: time, device: device, connection: connection, lane: lane,
-                  storage: Storage(kind: kind, summary: summary, fields: fields, frames: frames, message: message, problems: problems))
+                  storage: Storage(kind: kind, told: Told(summary: summary, fields: fields), frames: frames, message: message, problems: problems))
     }
 
     /// A protocol's event, its summary and fields told by its message (and problems) when asked.
     init(time: Int64, device: Int?, connection: Int?, lane: Lane, kind: String, frames: [Int], message: (any ProfileMessage)?,
          problems: [ProtocolProblem]) {
         self.init(time: time, device: device, connection: connection, lane: lane,
-                  storage: Storage(kind: kind, summary: nil, fields: nil, frames: frames, message: message, problems: problems))
+                  storage: Storage(kind: kind, told: nil, frames: frames, message: message, problems: problems))
     }
 
     private init(time: Int64, device: Int?, connection: Int?, lane: Lane, storage: Storage) {
@@ -260,7 +329,7 @@ public struct TimelineEvent: Sendable {
     }
 
     private mutating func unique() -> Storage {
-        if !isKnownUniquelyReferenced(&storage) { storage = storage.copy() }
+        if !isKnownUniquelyReferenced(&storage) { storage = Storage(copying: storage) }
         return storage
     }
 
@@ -271,25 +340,26 @@ public struct TimelineEvent: Sendable {
     }
     /// One line for people. Never holds a secret: secrets are fields.
     public var summary: String {
-        get { storage.summary ?? described.summary }
-        set { unique().summary = newValue }
+        get { storage.told?.summary ?? described.summary }
+        set { let fields = self.fields; unique().told = Told(summary: newValue, fields: fields) }
     }
     public var fields: [Field] {
-        get { storage.fields ?? described.fields }
-        set { unique().fields = newValue }
+        get { described.fields }
+        set { let summary = self.summary; unique().told = Told(summary: summary, fields: newValue) }
     }
-    /// The summary and the fields at once (a protocol event's are made from its message: a
-    /// writer that wants both asks this once).
+    /// The summary and the fields at once (a protocol event's are made from its message, a link
+    /// event's read from their encoding: a writer that wants both asks this once).
     public var described: (summary: String, fields: [Field]) {
-        if let summary = storage.summary, let fields = storage.fields { return (summary, fields) }
-        let told = EventDescription.describe(kind: storage.kind, message: storage.message, problems: storage.problems)
-        return (storage.summary ?? told.summary, storage.fields ?? told.fields)
+        storage.told?.described ?? EventDescription.describe(kind: storage.kind, message: storage.message, problems: storage.problems)
     }
     /// Records it came from (several for a long write or a chunked scan answer).
     public var frames: [Int] {
         get { storage.frames }
         set { unique().frames = newValue }
     }
+    /// How many frames, and each in turn, without making an array (the writers' way).
+    public var frameCount: Int { storage.frameCount }
+    public func forEachFrame(_ body: (Int) throws -> Void) rethrows { try storage.forEachFrame(body) }
     /// The decoded protocol message, for the rules.
     public var message: (any ProfileMessage)? {
         get { storage.message }

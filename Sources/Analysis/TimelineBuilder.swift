@@ -85,6 +85,10 @@ public final class TimelineBuilder {
             timeline.droppedEvents += 1
             return
         }
+        // Doubling would reserve 262,144 places for the last 68,856 events the cap lets in.
+        if timeline.events.count == timeline.events.capacity, timeline.events.count >= Self.maxEvents / 2 {
+            timeline.events.reserveCapacity(Self.maxEvents)
+        }
         timeline.events.append(e)
     }
 

@@ -259,7 +259,7 @@ public enum TimelineJSON {
             if !e.problems.isEmpty {
                 w.key("problems"); w.beginArray(); e.problems.forEach { w.string($0.id) }; w.endArray()
             }
-            w.key("frames"); w.beginArray(); e.frames.forEach { w.int($0) }; w.endArray()
+            w.key("frames"); w.beginArray(); e.forEachFrame { w.int($0) }; w.endArray()
             w.endObject()
         }
         w.endArray()

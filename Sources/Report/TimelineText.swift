@@ -161,10 +161,12 @@ public enum TimelineText {
         out.byte(0x20)
         out.append(e.summary)
         out.append("  " + colors.open("2") + "#")
-        let frames = e.frames
-        for (i, f) in frames.enumerated() {
-            if i > 0 { out.byte(frames.count == 2 ? UInt8(ascii: "-") : UInt8(ascii: ",")) }
+        let count = e.frameCount
+        var i = 0
+        e.forEachFrame { f in
+            if i > 0 { out.byte(count == 2 ? UInt8(ascii: "-") : UInt8(ascii: ",")) }
             out.int(f)
+            i += 1
         }
         out.append(colors.close)
         if problem { out.append(colors.close) }

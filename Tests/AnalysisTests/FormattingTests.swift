@@ -51,3 +51,79 @@ final class TimelineEventValueTests: XCTestCase {
         XCTAssertEqual(original.fields.count, 1)
     }
 }
+
+/// A link event keeps its summary and fields encoded in one byte array (`EventText`) and up to
+/// two frames inline: what is read back is what was given, to the bit, for every kind of field.
+final class TimelineEventStorageTests: XCTestCase {
+    static func describe(_ fields: [Field]) -> String {
+        fields.map { f in
+            switch f.value {
+            case .string(let s): "\(f.name)=s:\(Array(s.utf8))"
+            case .int(let i): "\(f.name)=i:\(i)"
+            case .double(let d): "\(f.name)=d:\(d.bitPattern)"
+            case .bool(let b): "\(f.name)=b:\(b)"
+            case .secret(let s): "\(f.name)=secret:\(s.label):\(s.unsafeBytes)"
+            case .partlySecret(let r, let s): "\(f.name)=partly:\(r):\(s.unsafeBytes)"
+            case .strings(let list): "\(f.name)=strings:\(list.map { Array($0.utf8) })"
+            case .objects(let objects): "\(f.name)=objects:[\(objects.map(describe).joined(separator: "|"))]"
+            }
+        }.joined(separator: ";")
+    }
+
+    func testSummaryAndFieldsComeBackToTheBit() {
+        var r = SplitMix64(seed: 33)
+        func pick(_ k: UInt64) -> Int { Int(r.next() % k) }
+        func text() -> String { ["", "a", "Café ✓", "nul \u{0} inside", String(repeating: "x", count: pick(400)), "👩‍👩‍👧 «réseau»", "\u{202e}"][pick(7)] }
+        func value(_ depth: Int) -> FieldValue {
+            switch pick(depth > 1 ? 5 : 6) {
+            case 0: .string(text())
+            case 1: .int([0, 1, -1, Int.max, Int.min, 4_000_000][pick(6)])
+            case 2: .double([0.0, -0.0, 1.25, .nan, -.infinity, .greatestFiniteMagnitude, .leastNonzeroMagnitude, 37.5][pick(8)])
+            case 3: .bool(pick(2) == 0)
+            case 4: .strings((0..<pick(4)).map { _ in text() })
+            default: .objects((0..<pick(3)).map { _ in (0..<pick(3)).map { _ in Field(text(), value(depth + 1)) } })
+            }
+        }
+        var encoded = 0
+        for i in 0..<3_000 {
+            var fields = (0..<pick(8)).map { _ in Field(text(), value(0)) }
+            if i % 10 == 0 {
+                fields.insert(Field("password", pick(2) == 0 ? .secret(Secret(Array("hunter2".utf8), label: "Wi-Fi password"))
+                                                             : .partlySecret(redacted: "u:<redacted>", full: Secret([1, 2], label: "URL"))),
+                              at: pick(UInt64(fields.count + 1)))
+            } else {
+                encoded += EventText.encode(summary: "s", fields: fields) == nil ? 0 : 1
+            }
+            let summary = text()
+            let frames = [[], [7], [1, 99], [1, 2, 3], [Int.max, 0], [Int.min], [5, Int.min]][pick(7)]
+            let e = TimelineEvent(time: 1, device: 0, connection: 0, lane: .link, kind: "link.x", summary: summary, fields: fields, frames: frames)
+            XCTAssertEqual(Array(e.summary.utf8), Array(summary.utf8), "event \(i)")
+            XCTAssertEqual(Self.describe(e.fields), Self.describe(fields), "event \(i)")
+            XCTAssertEqual(Array(e.described.summary.utf8), Array(summary.utf8), "event \(i)")
+            XCTAssertEqual(Self.describe(e.described.fields), Self.describe(fields), "event \(i)")
+            XCTAssertEqual(e.frames, frames, "event \(i)")
+            XCTAssertEqual(e.frameCount, frames.count, "event \(i)")
+            var each: [Int] = []
+            e.forEachFrame { each.append($0) }
+            XCTAssertEqual(each, frames, "event \(i)")
+        }
+        XCTAssertEqual(encoded, 2_700, "every event without a secret is encoded")
+    }
+
+    /// Changing the summary keeps the fields and the other way round, on a copy only.
+    func testSettersChangeOneThingOfOneCopy() {
+        let original = TimelineEvent(time: 1, device: 0, connection: 0, lane: .link, kind: "link.x", summary: "first",
+                                     fields: [Field("a", .int(1)), Field("b", .string("two"))], frames: [3, 4])
+        var copy = original
+        copy.summary = "second"
+        XCTAssertEqual(Self.describe(copy.fields), Self.describe(original.fields))
+        copy.fields = [Field("c", .bool(true))]
+        XCTAssertEqual(copy.summary, "second")
+        copy.frames = [5, 6, 7]
+        XCTAssertEqual(original.summary, "first")
+        XCTAssertEqual(Self.describe(original.fields), "a=i:1;b=s:[116, 119, 111]")
+        XCTAssertEqual(original.frames, [3, 4])
+        XCTAssertEqual(copy.frames, [5, 6, 7])
+        XCTAssertEqual(Self.describe(copy.fields), "c=b:true")
+    }
+}
