@@ -115,9 +115,9 @@ struct RedactCommand: ParsableCommand {
                               hint: "nothing was written; please report this with the capture, or share nothing from it")
             }
         }
-        let text = format == .json ? Self.json(outcome, reveal: options.revealSecrets) : Self.text(outcome, reveal: options.revealSecrets)
+        // Written as it is made: a line per secret, tens of thousands on a rack's day.
         let out = BufferedOutput()
-        out.write(text)
+        if format == .json { Self.json(outcome, reveal: options.revealSecrets, to: out) } else { Self.text(outcome, reveal: options.revealSecrets, to: out) }
         out.flush()
     }
 
@@ -126,36 +126,36 @@ struct RedactCommand: ParsableCommand {
         return path.split(separator: ":").map { "\($0)/tshark" }.first { FileManager.default.isExecutableFile(atPath: $0) }
     }
 
-    static func text(_ o: RedactionOutcome, reveal: Bool) -> String {
-        var s = "wrote \(o.output) (\(o.format), \(o.records) records) from \(o.input)\n"
+    static func text(_ o: RedactionOutcome, reveal: Bool, to out: BufferedOutput) {
+        out.write("wrote \(o.output) (\(o.format), \(o.records) records) from \(o.input)\n")
         if o.secrets.isEmpty {
-            s += "no secret values found\n"
+            out.write("no secret values found\n")
         } else {
-            s += "redacted \(o.secrets.count) secret value\(o.secrets.count == 1 ? "" : "s") (\(o.bytesChanged) bytes in \(o.recordsChanged) records):\n"
+            out.write("redacted \(o.secrets.count) secret value\(o.secrets.count == 1 ? "" : "s") (\(o.bytesChanged) bytes in \(o.recordsChanged) records):\n")
             for x in o.secrets {
                 let value = reveal ? " was \(SecretDisplay.show(x.secret, reveal: true))" : ""
-                s += "  \(x.kind.title), \(x.secret.count) bytes, record\(x.records.count == 1 ? "" : "s") \(x.records.map(String.init).joined(separator: ", ")) (\(x.context))\(value)\n"
+                out.write("  \(x.kind.title), \(x.secret.count) bytes, record\(x.records.count == 1 ? "" : "s") \(x.records.map(String.init).joined(separator: ", ")) (\(x.context))\(value)\n")
             }
         }
-        if o.strayCopies > 0 { s += "also overwrote \(o.strayCopies) stray cop\(o.strayCopies == 1 ? "y" : "ies") of secret values outside decoded fields\n" }
+        if o.strayCopies > 0 { out.write("also overwrote \(o.strayCopies) stray cop\(o.strayCopies == 1 ? "y" : "ies") of secret values outside decoded fields\n") }
         if o.addressesMapped > 0 || o.namesReplaced > 0 {
-            s += "replaced \(o.addressesMapped) device address\(o.addressesMapped == 1 ? "" : "es") and \(o.namesReplaced) name\(o.namesReplaced == 1 ? "" : "s")\n"
+            out.write("replaced \(o.addressesMapped) device address\(o.addressesMapped == 1 ? "" : "es") and \(o.namesReplaced) name\(o.namesReplaced == 1 ? "" : "s")\n")
         }
-        s += "checks:\n"
-        for c in o.checks { s += "  \(c.passed ? "ok  " : "FAIL") \(c.name): \(c.detail)\n" }
-        return s
+        out.write("checks:\n")
+        for c in o.checks { out.write("  \(c.passed ? "ok  " : "FAIL") \(c.name): \(c.detail)\n") }
     }
 
-    static func json(_ o: RedactionOutcome, reveal: Bool) -> String {
+    static func json(_ o: RedactionOutcome, reveal: Bool, to out: BufferedOutput) {
         func q(_ s: String) -> String { JSONString.quote(s) }
-        let secrets = o.secrets.map { x in
-            "{\"kind\":\(q(x.kind.rawValue)),\"length\":\(x.secret.count),\"records\":[\(x.records.map(String.init).joined(separator: ","))],"
-                + "\"context\":\(q(x.context)),\"value\":\(q(SecretDisplay.show(x.secret, reveal: reveal)))}"
+        out.write("{\"schema\":\"gattlab.redact/1\",\"input\":\(q(o.input)),\"output\":\(q(o.output)),\"format\":\(q(o.format)),"
+            + "\"records\":\(o.records),\"secrets\":[")
+        for (i, x) in o.secrets.enumerated() {
+            out.write((i == 0 ? "" : ",") + "{\"kind\":\(q(x.kind.rawValue)),\"length\":\(x.secret.count),\"records\":[\(x.records.map(String.init).joined(separator: ","))],"
+                + "\"context\":\(q(x.context)),\"value\":\(q(SecretDisplay.show(x.secret, reveal: reveal)))}")
         }
         let checks = o.checks.map { "{\"name\":\(q($0.name)),\"passed\":\($0.passed),\"detail\":\(q($0.detail))}" }
-        return "{\"schema\":\"gattlab.redact/1\",\"input\":\(q(o.input)),\"output\":\(q(o.output)),\"format\":\(q(o.format)),"
-            + "\"records\":\(o.records),\"secrets\":[\(secrets.joined(separator: ","))],\"strayCopies\":\(o.strayCopies),"
+        out.write("],\"strayCopies\":\(o.strayCopies),"
             + "\"recordsChanged\":\(o.recordsChanged),\"bytesChanged\":\(o.bytesChanged),\"addressesReplaced\":\(o.addressesMapped),"
-            + "\"namesReplaced\":\(o.namesReplaced),\"checks\":[\(checks.joined(separator: ","))]}\n"
+            + "\"namesReplaced\":\(o.namesReplaced),\"checks\":[\(checks.joined(separator: ","))]}\n")
     }
 }

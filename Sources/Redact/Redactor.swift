@@ -44,8 +44,10 @@ public struct RedactionOutcome: Sendable {
     public var output: String
     public var format: String
     public var records = 0
-    /// The secrets found, located and overwritten (values are `Secret`s: never printed unless asked).
-    public var secrets: [SecretSighting] = []
+    /// The secrets found, located and overwritten (values are `Secret`s: never printed unless
+    /// asked). Encoded, past 64 KiB in an encrypted temporary file (`SpillList`): a rack's day has
+    /// tens of thousands of them, and kept as values they were most of the command's memory.
+    public var secrets: SpillList<SecretSighting> = []
     /// Copies of secret values found outside decoded fields (text notes, vendor packets) and overwritten.
     public var strayCopies = 0
     public var recordsChanged = 0
@@ -74,23 +76,29 @@ public enum Redactor {
         var outcome = RedactionOutcome(input: input, output: output, format: before.format)
         outcome.records = before.report.records
         let unlocated = before.report.secrets.filter { !$0.alreadyRedacted && !$0.locatable }
-        outcome.secrets = before.report.secrets.filter { !$0.alreadyRedacted && $0.locatable }
+        outcome.secrets = before.report.secrets.picking { !$0.alreadyRedacted && $0.locatable }
 
-        var plan: [Int: [(offset: Int, bytes: [UInt8])]] = [:]
+        // The bytes to write, in record order (and, within a record, in the order made): read
+        // once each as the second pass reaches their record.
+        var plan = SpillList<Patch>()
         for s in outcome.secrets {
             guard let location = s.secret.location else { continue }
             for (i, piece) in location.placements {
                 let bytes = (i..<(i + piece.count)).map { j in Redaction.filler ^ (location.mask.map { $0.indices.contains(j) ? $0[j] : 0 } ?? 0) }
-                plan[piece.record, default: []].append((piece.offset, bytes))
+                plan.append(Patch(record: piece.record, order: plan.count, offset: piece.offset, bytes: bytes))
             }
             // What follows from the secret (a protocol's checksum over the frame) changes with it.
             for dependent in location.dependents {
-                for (piece, bytes) in dependent.patches { plan[piece.record, default: []].append((piece.offset, bytes)) }
+                for (piece, bytes) in dependent.patches {
+                    plan.append(Patch(record: piece.record, order: plan.count, offset: piece.offset, bytes: bytes))
+                }
             }
         }
+        plan.sort(on: { ($0.record, $0.order) }, by: <)
         // Values worth looking for anywhere else: long enough and varied enough that a match is
         // the secret, not a run of zeros or padding.
-        let strayValues = Set((before.report.secrets.filter { !$0.alreadyRedacted }).map { $0.secret.unsafeBytes }.filter(Self.searchable))
+        var strayValues = Set<[UInt8]>()
+        for s in before.report.secrets where !s.alreadyRedacted && Self.searchable(s.secret.unsafeBytes) { strayValues.insert(s.secret.unsafeBytes) }
         let strays = PatternSet(strayValues.map { ($0, [UInt8](repeating: Redaction.filler, count: $0.count)) })
         let replacements = PatternSet(before.anonymizer?.replacements() ?? [])
         outcome.addressesMapped = before.anonymizer?.addresses.count ?? 0
@@ -107,11 +115,16 @@ public enum Redactor {
             do { reader = try openCapture(input) } catch let e { throw RedactionError.input(e) }
             var crcInit: [UInt32: UInt32] = [:]
             var stillUnlocated = unlocated
+            var nextPatch = 0
             while let record = try nextRecord(reader) {
                 if record.kind == .linkLayer { noteConnectIndication(record, into: &crcInit) }
                 let original = Array(record.data)
                 var data = original
-                for patch in plan[record.number] ?? [] where patch.offset >= 0 && patch.offset + patch.bytes.count <= data.count {
+                while nextPatch < plan.count {
+                    let patch = plan[nextPatch]
+                    guard patch.record <= record.number else { break }
+                    nextPatch += 1
+                    guard patch.record == record.number, patch.offset >= 0, patch.offset + patch.bytes.count <= data.count else { continue }
                     data.replaceSubrange(patch.offset..<(patch.offset + patch.bytes.count), with: patch.bytes)
                 }
                 // A secret the decoder saw but could not place: found by value in its own records.
@@ -277,5 +290,32 @@ public enum Redactor {
         } catch {
             throw .output("\(to): cannot write: \(error.localizedDescription)")
         }
+    }
+}
+
+/// Bytes to write over one record's data: the `order`-th made, so that patches of one record
+/// apply in the order they were planned whatever the sort.
+struct Patch: Spillable {
+    var record: Int
+    var order: Int
+    var offset: Int
+    var bytes: [UInt8]
+
+    func spill(into w: inout SpillWriter) {
+        w.int(record)
+        w.int(order)
+        w.int(offset)
+        w.bytes(bytes)
+    }
+
+    init(record: Int, order: Int, offset: Int, bytes: [UInt8]) {
+        self.record = record
+        self.order = order
+        self.offset = offset
+        self.bytes = bytes
+    }
+
+    init(unspilling r: inout SpillReader) {
+        self.init(record: r.int(), order: r.int(), offset: r.int(), bytes: r.bytes())
     }
 }

@@ -46,9 +46,15 @@ final class OutputIdentityTests: XCTestCase {
     /// must print the same.
     static let spilled: [[String]] = [["audit", "--format", "json"], ["timeline"], ["timeline", "--format", "json"]]
 
+    /// `redact` too: its report and the bytes of the file it writes (into a temporary folder,
+    /// whose path the digest reads as `OUT`).
+    static let redact = ["redact", "--no-tshark", "--format", "json"]
+
     func check(set: String, files: [String], directory: URL) throws {
         let gattlab = try Harness.gattlab
-        let jobs = files.flatMap { f in Self.commands.map { (f, $0, false) } + Self.spilled.map { (f, $0, true) } }
+        let scratch = try Files.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let jobs = files.flatMap { f in Self.commands.map { (f, $0, false) } + Self.spilled.map { (f, $0, true) } + [(f, Self.redact, false)] }
         nonisolated(unsafe) var rows = [Row?](repeating: nil, count: jobs.count)
         nonisolated(unsafe) var spilledRows: [Row] = []
         nonisolated(unsafe) var failures: [String] = []
@@ -58,9 +64,15 @@ final class OutputIdentityTests: XCTestCase {
             do {
                 var environment = ["NO_COLOR": "1", "COLUMNS": "100"]
                 if spill { environment["GATTLAB_SPILL_MEMORY_LIMIT"] = "0" }
-                let r = try Harness.run(gattlab, args + ["--no-color", file], environment: environment,
+                let output = scratch.appendingPathComponent("\(i).out").path
+                let redacting = args == Self.redact
+                let r = try Harness.run(gattlab, args + ["--no-color", file] + (redacting ? ["-o", output] : []), environment: environment,
                                         timeout: 300, directory: directory)
-                let text = Self.normalised("\(r.status)\n\(r.stdout)\u{0}\(r.stderr)")
+                var text = Self.normalised("\(r.status)\n\(r.stdout)\u{0}\(r.stderr)")
+                if redacting {
+                    let written = (try? Data(contentsOf: URL(fileURLWithPath: output))).map { Self.digest(bytes: $0) } ?? "none"
+                    text = text.replacingOccurrences(of: output, with: "OUT") + "\u{0}" + written
+                }
                 let row = Row(set: set, file: file, command: args.joined(separator: " "), digest: Self.digest(text))
                 lock.withLock { if spill { spilledRows.append(row) } else { rows[i] = row } }
             } catch {
@@ -108,10 +120,12 @@ final class OutputIdentityTests: XCTestCase {
     }
 
     /// FNV-1a, 64 bits, twice (forwards and with another basis): a change detector, not a MAC.
-    static func digest(_ text: String) -> String {
+    static func digest(_ text: String) -> String { digest(bytes: text.utf8) }
+
+    static func digest(bytes: some Sequence<UInt8>) -> String {
         var a: UInt64 = 0xcbf2_9ce4_8422_2325, b: UInt64 = 0x6c62_272e_07bb_0142
         var n = 0
-        for byte in text.utf8 {
+        for byte in bytes {
             a = (a ^ UInt64(byte)) &* 0x100_0000_01b3
             b = (b ^ UInt64(byte)) &* 0x100_0000_01b3 ^ (b >> 29)
             n += 1
