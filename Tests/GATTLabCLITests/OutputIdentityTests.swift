@@ -44,7 +44,8 @@ final class OutputIdentityTests: XCTestCase {
     /// The audit and the timeline once more with their lists read back from their temporary files
     /// after every element (GATTLAB_SPILL_MEMORY_LIMIT=0; a long capture's lists go there): they
     /// must print the same.
-    static let spilled: [[String]] = [["audit", "--format", "json"], ["timeline"], ["timeline", "--format", "json"]]
+    static let spilled: [[String]] = [["audit", "--format", "json"], ["timeline"], ["timeline", "--format", "json"],
+                                      ["timeline", "--format", "html"], ["timeline", "--format", "perfetto"]]
 
     /// `redact` too: its report and the bytes of the file it writes (into a temporary folder,
     /// whose path the digest reads as `OUT`).
