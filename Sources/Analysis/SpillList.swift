@@ -124,11 +124,13 @@ final class SpillStorage: @unchecked Sendable {
     private var key: SymmetricKey?
     /// The high 8 bytes of every counter block; the low 8 count 16-byte blocks from offset 0.
     private var nonce: [UInt8] = []
-    /// Plaintext of the file from `cacheStart`, so that reading in order costs one read and one
-    /// decryption per window.
-    private var cache: [UInt8] = []
-    private var cacheStart = 0
+    /// Windows of the file's plaintext, the most recently read first: reading in order costs one
+    /// read and one decryption per window, and so does reading by turns from a few places of the
+    /// file (a sorted list alternates between the stretches its elements were appended in; with
+    /// one window, a timeline's sorted phases read each window back some forty times).
+    private var windows: [(start: Int, bytes: [UInt8])] = []
     private static let window = 64 << 10
+    private static let maxWindows = 4
 
     init(memoryLimit: Int) { self.memoryLimit = max(0, memoryLimit) }
 
@@ -169,9 +171,15 @@ final class SpillStorage: @unchecked Sendable {
                 return decode(&r)
             }
         }
-        if offset < cacheStart || offset + count > cacheStart + cache.count { fill(from: offset, count: count) }
-        return cache.withUnsafeBytes { all in
-            var r = SpillReader(UnsafeRawBufferPointer(rebasing: all[(offset - cacheStart)..<(offset - cacheStart + count)]))
+        if let i = windows.firstIndex(where: { offset >= $0.start && offset + count <= $0.start + $0.bytes.count }) {
+            if i > 0 { windows.insert(windows.remove(at: i), at: 0) }
+        } else {
+            windows.insert(fill(from: offset, count: count), at: 0)
+            if windows.count > Self.maxWindows { windows.removeLast() }
+        }
+        let start = windows[0].start
+        return windows[0].bytes.withUnsafeBytes { all in
+            var r = SpillReader(UnsafeRawBufferPointer(rebasing: all[(offset - start)..<(offset - start + count)]))
             return decode(&r)
         }
     }
@@ -214,7 +222,7 @@ final class SpillStorage: @unchecked Sendable {
     }
 
     /// Reads and decrypts a window of the file that holds `offset ..< offset + count`.
-    private func fill(from offset: Int, count: Int) {
+    private func fill(from offset: Int, count: Int) -> (start: Int, bytes: [UInt8]) {
         let start = offset - offset % 16
         let length = min(max(Self.window, offset + count - start), spilledBytes - start)
         var bytes = [UInt8](repeating: 0, count: length)
@@ -226,8 +234,7 @@ final class SpillStorage: @unchecked Sendable {
             got += n
         }
         guard crypt(&bytes, at: start) else { fatalError("gattlab: a spilled list's temporary file could not be decrypted") }
-        cache = bytes
-        cacheStart = start
+        return (start, bytes)
     }
 
     /// AES-CTR over `bytes`, which lie at `offset` of the file (encrypting and decrypting are
