@@ -266,9 +266,12 @@ public struct TimelineEvent: Sendable {
         var frameCount: Int { moreFrames?.count ?? (frame0 == .min ? 0 : frame1 == .min ? 1 : 2) }
 
         func forEachFrame(_ body: (Int) throws -> Void) rethrows {
-            if let moreFrames { for f in moreFrames { try body(f) } ; return }
-            if frame0 != .min { try body(frame0) }
-            if frame1 != .min { try body(frame1) }
+            if let moreFrames {
+                for f in moreFrames { try body(f) }
+            } else {
+                if frame0 != .min { try body(frame0) }
+                if frame1 != .min { try body(frame1) }
+            }
         }
     }
 
@@ -278,7 +281,7 @@ public struct TimelineEvent: Sendable {
         /// Fields with a secret, which are not encoded.
         case values(Values)
 
-        final class Values: @unchecked Sendable {
+        final class Values: Sendable {
             let summary: String
             let fields: [Field]
             init(_ summary: String, _ fields: [Field]) {
