@@ -115,15 +115,16 @@ public enum Redactor {
             do { reader = try openCapture(input) } catch let e { throw RedactionError.input(e) }
             var crcInit: [UInt32: UInt32] = [:]
             var stillUnlocated = unlocated
-            var nextPatch = 0
+            // The next patch, read once: most records have none, and reading it back from the
+            // list for each of them would be a decoding per record.
+            var patches = plan.makeIterator()
+            var nextPatch = patches.next()
             while let record = try nextRecord(reader) {
                 if record.kind == .linkLayer { noteConnectIndication(record, into: &crcInit) }
                 let original = Array(record.data)
                 var data = original
-                while nextPatch < plan.count {
-                    let patch = plan[nextPatch]
-                    guard patch.record <= record.number else { break }
-                    nextPatch += 1
+                while let patch = nextPatch, patch.record <= record.number {
+                    nextPatch = patches.next()
                     guard patch.record == record.number, patch.offset >= 0, patch.offset + patch.bytes.count <= data.count else { continue }
                     data.replaceSubrange(patch.offset..<(patch.offset + patch.bytes.count), with: patch.bytes)
                 }
