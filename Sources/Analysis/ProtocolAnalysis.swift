@@ -51,6 +51,22 @@ extension ProtocolAnalysis {
     public static func story(of events: TimelineEventSelection, in timeline: Timeline, device: Int, links: String) -> (TimelineDevice.Outcome, String)? { nil }
 }
 
+/// A protocol message that a timeline can keep encoded (`Spillable`): every field, written and
+/// read back so that the message read back is equal (`isEqual`) to the one written, a secret's
+/// label and location included. A timeline keeps its events encoded (`TimelineEvents`), past
+/// 64 KiB in an encrypted temporary file; a message whose type does not conform stays a value
+/// in memory, so a new protocol works without it, but its messages then cost memory.
+public protocol SpillableMessage: ProfileMessage, Spillable {}
+
+extension SpillableMessage {
+    /// Spills `message`, which is a `Self`: called on the type found once, so that an event's
+    /// message is not cast to `any SpillableMessage` (a conformance lookup) every time.
+    static func spill(_ message: any ProfileMessage, into w: inout SpillWriter) {
+        guard let m = message as? Self else { preconditionFailure("a message spilled as another type") }
+        m.spill(into: &w)
+    }
+}
+
 /// Follows one device's state through its protocol's messages while the timeline is built,
 /// adding the phases (and progress points) it sees to the timeline.
 public protocol PhaseTracking {

@@ -1,3 +1,5 @@
+import Capture
+import Profiles
 import HCI
 
 // How a timeline's growing lists (connections, phases, progress) write their elements to a
@@ -79,5 +81,70 @@ extension TimelineConnection: Spillable {
         carriedATT = r.bool()
         firstFrame = r.int()
         lastFrame = r.int()
+    }
+}
+
+// Building blocks for the protocols' messages (`SpillableMessage`).
+
+extension ProtocolProblem: Spillable {
+    public func spill(into w: inout SpillWriter) {
+        w.string(id)
+        w.string(message)
+    }
+
+    public init(unspilling r: inout SpillReader) {
+        self.init(r.string(), r.string())
+    }
+}
+
+extension ProtoEnumValue: Spillable {
+    public func spill(into w: inout SpillWriter) {
+        w.int(raw)
+        w.optional(name) { $0.string($1) }
+    }
+
+    public init(unspilling r: inout SpillReader) {
+        self.init(raw: r.int(), name: r.optional { $0.string() })
+    }
+}
+
+extension SpillWriter {
+    /// Any `Spillable` value, in place.
+    public mutating func value(_ v: some Spillable) { v.spill(into: &self) }
+
+    /// A secret whole: its label, bytes and location. (Spilled bytes are encrypted on disk.)
+    public mutating func secret(_ s: Secret) {
+        string(s.label)
+        bytes(s.unsafeBytes)
+        optional(s.location) { w, l in
+            w.origin(l.origin)
+            w.optional(l.mask) { $0.bytes($1) }
+            w.array(l.copies) { w, c in
+                w.int(c.index)
+                w.piece(c.piece)
+            }
+            w.array(l.dependents) { w, d in
+                w.origin(d.origin)
+                w.bytes(d.bytes)
+            }
+        }
+    }
+}
+
+extension SpillReader {
+    /// Any `Spillable` value, in place.
+    public mutating func value<T: Spillable>(_ type: T.Type = T.self) -> T { T(unspilling: &self) }
+
+    public mutating func secret() -> Secret {
+        let label = string()
+        let bytes = bytes()
+        let location: SecretLocation? = optional { r in
+            let origin = r.origin()
+            let mask = r.optional { $0.bytes() }
+            let copies = r.array { r in SecretLocation.Copy(index: r.int(), piece: r.piece()) }
+            let dependents = r.array { r in SecretLocation.Dependent(origin: r.origin(), bytes: r.bytes()) }
+            return SecretLocation(origin: origin, mask: mask, copies: copies, dependents: dependents)
+        }
+        return Secret(bytes, label: label, location: location)
     }
 }

@@ -26,20 +26,7 @@ extension AuditFinding: Spillable {
 extension SecretSighting: Spillable {
     public func spill(into w: inout SpillWriter) {
         w.string(kind.rawValue)
-        w.string(secret.label)
-        w.bytes(secret.unsafeBytes)
-        w.optional(secret.location) { w, l in
-            w.origin(l.origin)
-            w.optional(l.mask) { $0.bytes($1) }
-            w.array(l.copies) { w, c in
-                w.int(c.index)
-                w.piece(c.piece)
-            }
-            w.array(l.dependents) { w, d in
-                w.origin(d.origin)
-                w.bytes(d.bytes)
-            }
-        }
+        w.secret(secret)
         w.array(records) { $0.int($1) }
         w.int64(time)
         w.optional(connection) { $0.string($1) }
@@ -51,16 +38,8 @@ extension SecretSighting: Spillable {
 
     public init(unspilling r: inout SpillReader) {
         guard let kind = SecretKind(rawValue: r.string()) else { preconditionFailure("spilled sighting of an unknown kind") }
-        let label = r.string()
-        let bytes = r.bytes()
-        let location: SecretLocation? = r.optional { r in
-            let origin = r.origin()
-            let mask = r.optional { $0.bytes() }
-            let copies = r.array { r in SecretLocation.Copy(index: r.int(), piece: r.piece()) }
-            let dependents = r.array { r in SecretLocation.Dependent(origin: r.origin(), bytes: r.bytes()) }
-            return SecretLocation(origin: origin, mask: mask, copies: copies, dependents: dependents)
-        }
-        self.init(kind: kind, secret: Secret(bytes, label: label, location: location), records: r.array { $0.int() },
+        let secret = r.secret()
+        self.init(kind: kind, secret: secret, records: r.array { $0.int() },
                   time: r.int64(), connection: r.optional { $0.string() }, context: r.string(), overTheAir: r.bool(),
                   linkEncrypted: r.optional { $0.bool() })
         alreadyRedacted = r.bool()

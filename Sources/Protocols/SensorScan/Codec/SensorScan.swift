@@ -48,6 +48,17 @@ public enum SensorScan {
         public var markerStyle: String = "none"
         /// The styles seen, in order (several when `markerStyle` is `mixed`).
         public var markerStyles: [String] = []
+
+        /// Every field as given (a timeline reads its responses back this way).
+        public init(networks: [Network], complete: Bool, problems: [ProtocolProblem], chunks: Int,
+                    markerStyle: String = "none", markerStyles: [String] = []) {
+            self.networks = networks
+            self.complete = complete
+            self.problems = problems
+            self.chunks = chunks
+            self.markerStyle = markerStyle
+            self.markerStyles = markerStyles
+        }
     }
 
     /// Encodes networks as the firmware does: lines `SSID,RSSI\n`, split into chunks of at most
