@@ -81,7 +81,7 @@ public enum Diagnoses {
             explainedJoins = Set(failedJoins.filter { $0.failure != nil }.map { EventKey(time: $0.event.time, frames: $0.event.frames) })
         }
 
-        public var events: [TimelineEvent] { timeline.events }
+        public var events: TimelineEvents { timeline.events }
         /// A time as seconds from the capture's start: "12.3 s".
         public func seconds(_ t: Int64) -> String { TimelineBuilder.seconds(t - (timeline.firstTime ?? t)) }
         /// A length of time in microseconds as seconds: "4.5 s".
@@ -124,22 +124,22 @@ public enum Diagnoses {
         }
     }
 
-    /// Each device's events of a selection, devices ascending, one device's array made at a
-    /// time as the loop reaches it (all of them at once were the peak of a large timeline's memory).
+    /// Each device's events of a selection, devices ascending, each read as the loop reaches it
+    /// (all of them at once were the peak of a large timeline's memory).
     public struct DeviceEvents: Sequence {
-        let events: [TimelineEvent]
+        let events: TimelineEvents
         /// Positions in `events`, indexed by device.
         let positions: [[Int32]]
 
         public struct Iterator: IteratorProtocol {
-            let events: [TimelineEvent]
+            let events: TimelineEvents
             let positions: [[Int32]]
             var device = 0
-            public mutating func next() -> (device: Int, events: [TimelineEvent])? {
+            public mutating func next() -> (device: Int, events: TimelineEventSelection)? {
                 while device < positions.count, positions[device].isEmpty { device += 1 }
                 guard device < positions.count else { return nil }
                 defer { device += 1 }
-                return (device, positions[device].map { events[Int($0)] })
+                return (device, TimelineEventSelection(events, at: positions[device]))
             }
         }
 
@@ -158,13 +158,12 @@ public enum Diagnoses {
 
         init(_ timeline: Timeline) {
             self.timeline = timeline
-            timeline.events.withUnsafeBufferPointer { events in
-                for i in events.indices {
-                    if !events[i].problems.isEmpty { withProblems.append(i) }
-                    guard let type = events[i].messageType else { continue }
-                    if byType[type] == nil, let message = events[i].message { allTypes.append(Swift.type(of: message)) }
-                    byType[type, default: []].append(i)
-                }
+            let events = timeline.events
+            for i in events.indices {
+                if events.hasProblems(at: i) { withProblems.append(i) }
+                guard let type = events.messageType(at: i) else { continue }
+                if byType[type] == nil, let metatype = events.messageMetatype(at: i) { allTypes.append(metatype) }
+                byType[type, default: []].append(i)
             }
         }
 
@@ -172,10 +171,7 @@ public enum Diagnoses {
 
         func positions(kind: String) -> [Int] {
             if let known = byKind[kind] { return known }
-            var found: [Int] = []
-            timeline.events.withUnsafeBufferPointer { events in
-                for i in events.indices where events[i].kind == kind { found.append(i) }
-            }
+            let found = timeline.events.positions(ofKind: kind)
             byKind[kind] = found
             return found
         }

@@ -2,6 +2,7 @@ import ATT
 import Capture
 import HCI
 import Profiles
+import Synchronization
 
 /// What one capture tells: the devices in it, their connections, the protocol story of each
 /// (events and phases) and the diagnoses. Times are microseconds since the Unix epoch, as
@@ -19,7 +20,8 @@ public struct Timeline: Sendable {
     public var connections: SpillList<TimelineConnection> = []
     public var phases: SpillList<Phase> = []
     public var progress: SpillList<ProgressPoint> = []
-    public var events: [TimelineEvent] = []
+    /// Up to `TimelineBuilder.maxEvents`, kept encoded like the lists above (`TimelineEvents`).
+    public var events: TimelineEvents = []
     public var findings: [Finding] = []
     /// Events not kept because the capture had more than `TimelineBuilder.maxEvents`.
     public var droppedEvents = 0
@@ -218,65 +220,92 @@ public struct TimelineEvent: Sendable {
         var kind: String
         /// The event's own summary and fields (a link event's), encoded (`EventText`); nil: told
         /// by the message (`EventDescription`) when asked.
-        var told: Told?
-        /// Up to two frames inline (nearly every event has one or two: an array for them was
-        /// 48 bytes and an allocation per event), `Int.min` where there is none; more in `moreFrames`.
-        var frame0: Int
-        var frame1: Int
-        var moreFrames: [Int]?
-        var message: (any ProfileMessage)?
-        var problems: [ProtocolProblem]
+        var told: Told? {
+            get { load(); return parts.told }
+            set { load(); parts.told = newValue }
+        }
+        var message: (any ProfileMessage)? {
+            get { load(); return parts.message }
+            set { load(); parts.message = newValue }
+        }
+        var problems: [ProtocolProblem] {
+            get { load(); return parts.problems }
+            set { load(); parts.problems = newValue }
+        }
+        private var parts: Parts
+        /// An event read back from `TimelineEvents` reads its parts when first asked: most events
+        /// a rule or a summary is handed are passed over on their kind or their message's type,
+        /// which the list holds in memory (decoding them all was a third of a timeline's time).
+        private let source: (events: TimelineEvents.Source, slot: UInt64, type: Int, inlineKind: Bool)?
+        private let loaded = Atomic<Bool>(false)
 
         init(kind: String, told: Told?, frames: [Int], message: (any ProfileMessage)?, problems: [ProtocolProblem]) {
             self.kind = kind
-            self.told = told
-            frame0 = .min
-            frame1 = .min
-            self.message = message
-            self.problems = problems
+            parts = Parts(told: told, message: message, problems: problems)
+            source = nil
             self.frames = frames
         }
 
+        init(kind: String, source: TimelineEvents.Source, slot: UInt64, type: Int, inlineKind: Bool) {
+            self.kind = kind
+            parts = Parts(problems: [])
+            self.source = (source, slot, type, inlineKind)
+        }
+
         init(copying o: Storage) {
+            o.load()
             kind = o.kind
-            told = o.told
-            frame0 = o.frame0
-            frame1 = o.frame1
-            moreFrames = o.moreFrames
-            message = o.message
-            problems = o.problems
+            parts = o.parts
+            source = nil
+        }
+
+        @inline(__always)
+        private func load() {
+            guard let source, !loaded.load(ordering: .acquiring) else { return }
+            // Under the list's lock, so that an event read from two threads is read once.
+            source.events.read(slot: source.slot, type: source.type, inlineKind: source.inlineKind) { read in
+                guard !loaded.load(ordering: .relaxed) else { return }
+                parts = read()
+                loaded.store(true, ordering: .releasing)
+            }
         }
 
         var frames: [Int] {
             get {
-                if let moreFrames { return moreFrames }
-                return frame0 == .min ? [] : frame1 == .min ? [frame0] : [frame0, frame1]
+                load()
+                if let moreFrames = parts.moreFrames { return moreFrames }
+                return parts.frame0 == .min ? [] : parts.frame1 == .min ? [parts.frame0] : [parts.frame0, parts.frame1]
             }
             set {
+                load()
                 if newValue.count <= 2, !newValue.contains(.min) {
-                    frame0 = newValue.first ?? .min
-                    frame1 = newValue.count == 2 ? newValue[1] : .min
-                    moreFrames = nil
+                    parts.frame0 = newValue.first ?? .min
+                    parts.frame1 = newValue.count == 2 ? newValue[1] : .min
+                    parts.moreFrames = nil
                 } else {
-                    moreFrames = newValue
+                    parts.moreFrames = newValue
                 }
             }
         }
 
-        var frameCount: Int { moreFrames?.count ?? (frame0 == .min ? 0 : frame1 == .min ? 1 : 2) }
+        var frameCount: Int {
+            load()
+            return parts.moreFrames?.count ?? (parts.frame0 == .min ? 0 : parts.frame1 == .min ? 1 : 2)
+        }
 
         func forEachFrame(_ body: (Int) throws -> Void) rethrows {
-            if let moreFrames {
+            load()
+            if let moreFrames = parts.moreFrames {
                 for f in moreFrames { try body(f) }
             } else {
-                if frame0 != .min { try body(frame0) }
-                if frame1 != .min { try body(frame1) }
+                if parts.frame0 != .min { try body(parts.frame0) }
+                if parts.frame1 != .min { try body(parts.frame1) }
             }
         }
     }
 
     /// A summary and fields the event keeps itself.
-    private enum Told {
+    enum Told {
         case encoded([UInt8])
         /// Fields with a secret, which are not encoded.
         case values(Values)
@@ -321,6 +350,33 @@ public struct TimelineEvent: Sendable {
         self.init(time: time, device: device, connection: connection, lane: lane,
                   storage: Storage(kind: kind, told: nil, frames: frames, message: message, problems: problems))
     }
+
+    /// An event of `TimelineEvents`: its parts read from `source` when first asked.
+    init(time: Int64, device: Int32, connection: Int32, lane: Lane, kind: String, messageType: ObjectIdentifier?,
+         source: TimelineEvents.Source, slot: UInt64, type: Int, inlineKind: Bool) {
+        self.time = time
+        deviceID = device
+        connectionID = connection
+        self.lane = lane
+        storage = Storage(kind: kind, source: source, slot: slot, type: type, inlineKind: inlineKind)
+        self.messageType = messageType
+    }
+
+    /// Everything of an event but its kind and what `TimelineEvents` keeps in memory: what an
+    /// event of the list reads back when first asked.
+    struct Parts {
+        var told: Told?
+        /// Up to two frames inline (nearly every event has one or two: an array for them was
+        /// 48 bytes and an allocation per event), `Int.min` where there is none; more in `moreFrames`.
+        var frame0 = Int.min
+        var frame1 = Int.min
+        var moreFrames: [Int]?
+        var message: (any ProfileMessage)?
+        var problems: [ProtocolProblem]
+    }
+
+    /// The summary and fields the event keeps itself (a link event's), for `TimelineEvents`.
+    var told: Told? { storage.told }
 
     private init(time: Int64, device: Int?, connection: Int?, lane: Lane, storage: Storage) {
         self.time = time
@@ -392,13 +448,11 @@ extension Timeline {
     /// events: the copies grouped by device were the peak of a large timeline's memory.
     func eventPositionsByDevice(among positions: [Int]? = nil) -> [[Int32]] {
         var byDevice = [[Int32]](repeating: [], count: devices.count)
-        events.withUnsafeBufferPointer { events in
-            func add(_ i: Int) {
-                guard let d = events[i].device, byDevice.indices.contains(d) else { return }
-                byDevice[d].append(Int32(i))
-            }
-            if let positions { positions.forEach(add) } else { events.indices.forEach(add) }
+        func add(_ i: Int) {
+            guard let d = events.device(at: i), byDevice.indices.contains(d) else { return }
+            byDevice[d].append(Int32(i))
         }
+        if let positions { positions.forEach(add) } else { events.indices.forEach(add) }
         return byDevice
     }
 }
@@ -406,10 +460,10 @@ extension Timeline {
 /// Some of a timeline's events, in order, read where they are: one device's events without a
 /// copy of them (a copy of the busiest device's was 12 MB of a day's timeline).
 public struct TimelineEventSelection: RandomAccessCollection, Sendable {
-    let events: [TimelineEvent]
+    let events: TimelineEvents
     let positions: [Int32]
 
-    init(_ events: [TimelineEvent], at positions: [Int32]) {
+    init(_ events: TimelineEvents, at positions: [Int32]) {
         self.events = events
         self.positions = positions
     }
@@ -457,7 +511,7 @@ extension Timeline {
         t.connections = connections.picking { ids.contains($0.device) }
         t.phases = phases.picking { ids.contains($0.device) }
         t.progress = progress.picking { ids.contains($0.device) }
-        t.events = events.filter { $0.device.map(ids.contains) ?? true }
+        t.events = events.picking(devices: ids.contains)
         t.findings = findings.filter { $0.device.map(ids.contains) ?? true }
         return t
     }

@@ -482,7 +482,7 @@ public final class TimelineBuilder {
         }
         timeline.phases += Provisioning.phases(timeline, protocols: protocols)
         timeline.phases.sort(on: { ($0.start, $0.device) }, by: <)
-        timeline.events.sort { $0.time < $1.time }  // stable: gap events were added late
+        timeline.events.sortByTime()  // stable: gap events were added late
         addAdvertising()
         var result = timeline
         result.findings = Diagnoses.run(on: result, facts: Diagnoses.Facts(truncatedWrites: truncatedWrites, subscribed: subscribed),
@@ -494,7 +494,7 @@ public final class TimelineBuilder {
             let failed = result.devices[d].summary
             result.devices[d].summary = "seen only advertising (\(a.reports) report\(a.reports == 1 ? "" : "s")), never connected"
                 + (a.protocols.isEmpty ? "" : "; advertises \(a.protocols.joined(separator: ", "))")
-                + (result.events.contains { $0.device == d } ? "; " + failed : "")
+                + (result.events.indices.contains { result.events.device(at: $0) == d } ? "; " + failed : "")
         }
         return result
     }
