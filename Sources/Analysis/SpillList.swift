@@ -128,7 +128,7 @@ final class SpillStorage: @unchecked Sendable {
     /// read and one decryption per window, and so does reading by turns from a few places of the
     /// file (a sorted list alternates between the stretches its elements were appended in; with
     /// one window, a timeline's sorted phases read each window back some forty times).
-    private var windows: [(start: Int, bytes: [UInt8])] = []
+    private var windows: [(start: Int, bytes: Data)] = []
     private static let window = 64 << 10
     private static let maxWindows = 4
 
@@ -178,7 +178,7 @@ final class SpillStorage: @unchecked Sendable {
             if windows.count > Self.maxWindows { windows.removeLast() }
         }
         let start = windows[0].start
-        return windows[0].bytes.withUnsafeBytes { all in
+        return windows[0].bytes.withUnsafeBytes { (all: UnsafeRawBufferPointer) in
             var r = SpillReader(UnsafeRawBufferPointer(rebasing: all[(offset - start)..<(offset - start + count)]))
             return decode(&r)
         }
@@ -222,19 +222,36 @@ final class SpillStorage: @unchecked Sendable {
     }
 
     /// Reads and decrypts a window of the file that holds `offset ..< offset + count`.
-    private func fill(from offset: Int, count: Int) -> (start: Int, bytes: [UInt8]) {
+    /// (Read into a buffer that is not zeroed first, and kept as the `Data` the decryption makes:
+    /// a timeline's events are read back some twenty times over, and the zeroing and the copies
+    /// were as costly as the decryption.)
+    private func fill(from offset: Int, count: Int) -> (start: Int, bytes: Data) {
         let start = offset - offset % 16
         let length = min(max(Self.window, offset + count - start), spilledBytes - start)
-        var bytes = [UInt8](repeating: 0, count: length)
-        var got = 0
-        while got < length {
-            let n = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + got, length - got, off_t(start + got)) }
-            if n < 0, errno == EINTR { continue }
-            guard n > 0 else { fatalError("gattlab: a spilled list's temporary file could not be read back (\(String(cString: strerror(errno))))") }
-            got += n
+        let bytes = [UInt8](unsafeUninitializedCapacity: length) { buffer, initialized in
+            var got = 0
+            while got < length {
+                let n = pread(fd, buffer.baseAddress! + got, length - got, off_t(start + got))
+                if n < 0, errno == EINTR { continue }
+                guard n > 0 else { fatalError("gattlab: a spilled list's temporary file could not be read back (\(String(cString: strerror(errno))))") }
+                got += n
+            }
+            initialized = length
         }
-        guard crypt(&bytes, at: start) else { fatalError("gattlab: a spilled list's temporary file could not be decrypted") }
-        return (start, bytes)
+        // `start` is a multiple of 16: the window begins on a counter block.
+        guard let key, let nonce = counterNonce(at: start),
+              let plain = try? AES._CTR.encrypt(bytes, using: key, nonce: nonce) else {
+            fatalError("gattlab: a spilled list's temporary file could not be decrypted")
+        }
+        return (start, plain)
+    }
+
+    /// The counter block of the 16 bytes at `offset` (a multiple of 16): nonce || offset / 16.
+    private func counterNonce(at offset: Int) -> AES._CTR.Nonce? {
+        var counter = nonce
+        let block = UInt64(offset / 16)
+        for i in 0..<8 { counter.append(UInt8(truncatingIfNeeded: block >> (56 - 8 * UInt64(i)))) }
+        return try? AES._CTR.Nonce(nonceBytes: counter)
     }
 
     /// AES-CTR over `bytes`, which lie at `offset` of the file (encrypting and decrypting are
@@ -242,10 +259,7 @@ final class SpillStorage: @unchecked Sendable {
     private func crypt(_ bytes: inout [UInt8], at offset: Int) -> Bool {
         guard let key, !bytes.isEmpty else { return key != nil }
         let skip = offset % 16
-        var counter = nonce
-        let block = UInt64(offset / 16)
-        for i in 0..<8 { counter.append(UInt8(truncatingIfNeeded: block >> (56 - 8 * UInt64(i)))) }
-        guard let n = try? AES._CTR.Nonce(nonceBytes: counter),
+        guard let n = counterNonce(at: offset - skip),
               let out = try? AES._CTR.encrypt([UInt8](repeating: 0, count: skip) + bytes, using: key, nonce: n) else { return false }
         bytes = Array(out.dropFirst(skip))
         return true
@@ -264,9 +278,11 @@ final class SpillStorage: @unchecked Sendable {
 
 /// Writes values compactly: integers as zigzag varints, byte strings and texts with their length.
 public struct SpillWriter {
-    var bytes: [UInt8]
+    @usableFromInline var bytes: [UInt8]
 
-    public mutating func int(_ v: Int) {
+    @usableFromInline init(bytes: [UInt8]) { self.bytes = bytes }
+
+    @inlinable public mutating func int(_ v: Int) {
         var z = UInt64(bitPattern: Int64(v) << 1 ^ Int64(v) >> 63)
         while z >= 0x80 {
             bytes.append(UInt8(truncatingIfNeeded: z) | 0x80)
@@ -275,15 +291,15 @@ public struct SpillWriter {
         bytes.append(UInt8(z))
     }
 
-    public mutating func int64(_ v: Int64) { int(Int(v)) }
-    public mutating func bool(_ v: Bool) { bytes.append(v ? 1 : 0) }
+    @inlinable public mutating func int64(_ v: Int64) { int(Int(v)) }
+    @inlinable public mutating func bool(_ v: Bool) { bytes.append(v ? 1 : 0) }
 
-    public mutating func bytes(_ b: [UInt8]) {
+    @inlinable public mutating func bytes(_ b: [UInt8]) {
         int(b.count)
         bytes += b
     }
 
-    public mutating func string(_ s: String) {
+    @inlinable public mutating func string(_ s: String) {
         var s = s
         s.withUTF8 { u in
             int(u.count)
@@ -291,12 +307,12 @@ public struct SpillWriter {
         }
     }
 
-    public mutating func optional<T>(_ v: T?, _ write: (inout SpillWriter, T) -> Void) {
+    @inlinable public mutating func optional<T>(_ v: T?, _ write: (inout SpillWriter, T) -> Void) {
         bool(v != nil)
         if let v { write(&self, v) }
     }
 
-    public mutating func array<T>(_ a: [T], _ write: (inout SpillWriter, T) -> Void) {
+    @inlinable public mutating func array<T>(_ a: [T], _ write: (inout SpillWriter, T) -> Void) {
         int(a.count)
         for e in a { write(&self, e) }
     }
@@ -305,18 +321,18 @@ public struct SpillWriter {
 /// Reads what `SpillWriter` wrote. The bytes are the list's own, so a mismatch is a bug, not
 /// hostile input: it stops the program rather than guess.
 public struct SpillReader {
-    private let base: UnsafeRawBufferPointer
-    private var at = 0
+    @usableFromInline let base: UnsafeRawBufferPointer
+    @usableFromInline var at = 0
 
-    init(_ base: UnsafeRawBufferPointer) { self.base = base }
+    @usableFromInline init(_ base: UnsafeRawBufferPointer) { self.base = base }
 
-    private mutating func byte() -> UInt8 {
+    @inlinable mutating func byte() -> UInt8 {
         precondition(at < base.count, "spilled element read past its end")
         defer { at += 1 }
         return base[at]
     }
 
-    public mutating func int() -> Int {
+    @inlinable public mutating func int() -> Int {
         var z: UInt64 = 0
         var shift: UInt64 = 0
         while true {
@@ -328,28 +344,28 @@ public struct SpillReader {
         return Int(Int64(bitPattern: z >> 1) ^ -Int64(bitPattern: z & 1))
     }
 
-    public mutating func int64() -> Int64 { Int64(int()) }
-    public mutating func bool() -> Bool { byte() != 0 }
+    @inlinable public mutating func int64() -> Int64 { Int64(int()) }
+    @inlinable public mutating func bool() -> Bool { byte() != 0 }
 
-    public mutating func bytes() -> [UInt8] {
+    @inlinable public mutating func bytes() -> [UInt8] {
         let n = int()
         precondition(n >= 0 && at + n <= base.count, "spilled bytes past the element's end")
         defer { at += n }
         return Array(base[at..<(at + n)])
     }
 
-    public mutating func string() -> String {
+    @inlinable public mutating func string() -> String {
         let n = int()
         precondition(n >= 0 && at + n <= base.count, "spilled text past the element's end")
         defer { at += n }
         return String(decoding: UnsafeRawBufferPointer(rebasing: base[at..<(at + n)]), as: UTF8.self)
     }
 
-    public mutating func optional<T>(_ read: (inout SpillReader) -> T) -> T? {
+    @inlinable public mutating func optional<T>(_ read: (inout SpillReader) -> T) -> T? {
         bool() ? read(&self) : nil
     }
 
-    public mutating func array<T>(_ read: (inout SpillReader) -> T) -> [T] {
+    @inlinable public mutating func array<T>(_ read: (inout SpillReader) -> T) -> [T] {
         let n = int()
         precondition(n >= 0 && n <= base.count - at, "spilled list longer than its element")
         var out: [T] = []
