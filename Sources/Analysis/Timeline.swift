@@ -236,7 +236,7 @@ public struct TimelineEvent: Sendable {
         /// An event read back from `TimelineEvents` reads its parts when first asked: most events
         /// a rule or a summary is handed are passed over on their kind or their message's type,
         /// which the list holds in memory (decoding them all was a third of a timeline's time).
-        private let source: (events: TimelineEvents.Source, slot: UInt64, type: Int, inlineKind: Bool)?
+        private let source: (events: TimelineEvents.Source, lane: Lane, slot: UInt64, type: Int, inlineKind: Bool)?
         private let loaded = Atomic<Bool>(false)
 
         init(kind: String, told: Told?, frames: [Int], message: (any ProfileMessage)?, problems: [ProtocolProblem]) {
@@ -246,10 +246,10 @@ public struct TimelineEvent: Sendable {
             self.frames = frames
         }
 
-        init(kind: String, source: TimelineEvents.Source, slot: UInt64, type: Int, inlineKind: Bool) {
+        init(kind: String, source: TimelineEvents.Source, lane: Lane, slot: UInt64, type: Int, inlineKind: Bool) {
             self.kind = kind
             parts = Parts(problems: [])
-            self.source = (source, slot, type, inlineKind)
+            self.source = (source, lane, slot, type, inlineKind)
         }
 
         init(copying o: Storage) {
@@ -263,7 +263,7 @@ public struct TimelineEvent: Sendable {
         private func load() {
             guard let source, !loaded.load(ordering: .acquiring) else { return }
             // Under the list's lock, so that an event read from two threads is read once.
-            source.events.read(slot: source.slot, type: source.type, inlineKind: source.inlineKind) { read in
+            source.events.read(lane: source.lane, slot: source.slot, type: source.type, inlineKind: source.inlineKind) { read in
                 guard !loaded.load(ordering: .relaxed) else { return }
                 parts = read()
                 loaded.store(true, ordering: .releasing)
@@ -358,7 +358,7 @@ public struct TimelineEvent: Sendable {
         deviceID = device
         connectionID = connection
         self.lane = lane
-        storage = Storage(kind: kind, source: source, slot: slot, type: type, inlineKind: inlineKind)
+        storage = Storage(kind: kind, source: source, lane: lane, slot: slot, type: type, inlineKind: inlineKind)
         self.messageType = messageType
     }
 

@@ -56,14 +56,28 @@ public struct TimelineEvents: RandomAccessCollection, ExpressibleByArrayLiteral,
     /// The encoded events and the tables, shared by copies of the list and by the events read
     /// from it until they have read their parts.
     final class Source: @unchecked Sendable {
-        let storage: SpillStorage
+        /// One storage per lane: the rules read the events of one kind or message type, and the
+        /// link events (disconnections, errors...), a fifth of a day's events, spread over one
+        /// file made each such rule read and decrypt most of the file.
+        let storages: [SpillStorage]
         let tables = Tables()
-        init(memoryLimit: Int) { storage = SpillStorage(memoryLimit: memoryLimit) }
+        init(memoryLimit: Int) { storages = (0..<4).map { _ in SpillStorage(memoryLimit: memoryLimit) } }
 
-        /// Reads the parts of the event at `slot` (message type `type`, 0 for none; its kind in
-        /// its bytes when `inlineKind`) and hands them to `take`, under the storage's lock.
-        func read(slot: UInt64, type: Int, inlineKind: Bool, _ take: (() -> TimelineEvent.Parts) -> Void) {
-            storage.read(offset: Int(slot >> 24), count: Int(slot & 0xFF_FFFF)) { r in
+        static func index(_ lane: TimelineEvent.Lane) -> Int {
+            switch lane {
+            case .link: 0
+            case .ota: 1
+            case .scan: 2
+            case .provisioning: 3
+            }
+        }
+
+        func storage(_ lane: TimelineEvent.Lane) -> SpillStorage { storages[Self.index(lane)] }
+
+        /// Reads the parts of the event of `lane` at `slot` (message type `type`, 0 for none; its
+        /// kind in its bytes when `inlineKind`) and hands them to `take`, under the storage's lock.
+        func read(lane: TimelineEvent.Lane, slot: UInt64, type: Int, inlineKind: Bool, _ take: (() -> TimelineEvent.Parts) -> Void) {
+            storage(lane).read(offset: Int(slot >> 24), count: Int(slot & 0xFF_FFFF)) { r in
                 take {
                     if inlineKind { _ = r.string() }
                     return decode(&r, type: type)
@@ -108,7 +122,7 @@ public struct TimelineEvents: RandomAccessCollection, ExpressibleByArrayLiteral,
 
     private let source: Source
     private var tables: Tables { source.tables }
-    /// Each event's place in the storage: offset << 24 | length.
+    /// Each event's place in its lane's storage: offset << 24 | length.
     private var slots: [UInt64] = []
     private var meta: [Meta] = []
 
@@ -142,7 +156,7 @@ public struct TimelineEvents: RandomAccessCollection, ExpressibleByArrayLiteral,
     /// A kind that did not fit the table, read from the event's bytes.
     private func inlineKind(_ position: Int) -> String {
         let slot = slots[position]
-        return source.storage.read(offset: Int(slot >> 24), count: Int(slot & 0xFF_FFFF)) { r in r.string() }
+        return source.storage(meta[position].lane).read(offset: Int(slot >> 24), count: Int(slot & 0xFF_FFFF)) { r in r.string() }
     }
 
     public var capacity: Int { slots.capacity }
@@ -158,7 +172,7 @@ public struct TimelineEvents: RandomAccessCollection, ExpressibleByArrayLiteral,
         if let message = e.message {
             type = index(type: Swift.type(of: message))
         }
-        let (offset, count) = source.storage.append { w in encode(e, kind: kind, type: type, into: &w) }
+        let (offset, count) = source.storage(e.lane).append { w in encode(e, kind: kind, type: type, into: &w) }
         precondition(count < 1 << 24, "a timeline event of \(count) bytes")
         slots.append(UInt64(offset) << 24 | UInt64(count))
         meta.append(Meta(time: e.time, device: e.device.map { Int32(clamping: $0) } ?? .min,
