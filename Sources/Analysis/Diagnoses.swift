@@ -98,6 +98,17 @@ public enum Diagnoses {
             TimelineEventSelection(timeline.events, at: selection(types, kinds, problems).map { Int32($0) })
         }
 
+        /// A value several rules work out the same way, made by the first that asks and kept for
+        /// the others: `key` names it (`<protocol>.<what>`). Each pass of a rule reads its events
+        /// back from the timeline's file, so four rules that walk the same events for different
+        /// codes walk them once this way.
+        public func shared<T>(_ key: String, _ make: () -> T) -> T {
+            if let known = index.shared[key] as? T { return known }
+            let made = make()
+            index.shared[key] = made
+            return made
+        }
+
         /// The events that carry a `T` (`c.events(carrying: MyProtocol.Status.self)`), in order.
         public func events<T: ProfileMessage>(carrying type: T.Type) -> TimelineEventSelection { events(carrying: [type]) }
 
@@ -155,6 +166,8 @@ public enum Diagnoses {
         private(set) var allTypes: [any ProfileMessage.Type] = []
         private(set) var withProblems: [Int] = []
         private var byKind: [String: [Int]] = [:]
+        /// What rules share (`Context.shared`), by name.
+        var shared: [String: Any] = [:]
 
         init(_ timeline: Timeline) {
             self.timeline = timeline

@@ -130,8 +130,14 @@ extension SpeakerOTAProtocol: ProtocolAnalysis {
         return hits
     }
 
+    /// The ERROR statuses with a code in `codes`: each the first of its run of the same code.
+    /// Four rules ask, for different codes: the statuses are walked once for all of them.
     private static func otaErrors(_ c: Diagnoses.Context, _ codes: Set<SpeakerOTA.ErrorCode>) -> [Diagnoses.Hit] {
-        var hits: [Diagnoses.Hit] = []
+        c.shared("speaker-ota.errors") { allOtaErrors(c) }.filter { codes.contains($0.code) }.map(\.hit)
+    }
+
+    private static func allOtaErrors(_ c: Diagnoses.Context) -> [(code: SpeakerOTA.ErrorCode, hit: Diagnoses.Hit)] {
+        var hits: [(code: SpeakerOTA.ErrorCode, hit: Diagnoses.Hit)] = []
         for (d, events) in c.eventsByDevice(carrying: [SpeakerOTA.FirmwareURL.self, SpeakerOTA.Status.self]) {
             var url: SpeakerOTA.FirmwareURL?
             var lastError: SpeakerOTA.ErrorCode?
@@ -140,7 +146,7 @@ extension SpeakerOTAProtocol: ProtocolAnalysis {
                 guard let s = status(e) else { continue }
                 guard s.state == .error, let code = s.error else { lastError = nil; continue }
                 defer { lastError = code }
-                guard codes.contains(code), lastError != code else { continue }
+                guard lastError != code else { continue }
                 var evidence = "ERROR \(code) at \(c.seconds(e.time)): \(code.meaning)"
                 if let r = code.retryable { evidence += r ? "; retryable" : "; not retryable" }
                 if code == .httpConnect || code == .httpResponse {
@@ -150,7 +156,7 @@ extension SpeakerOTAProtocol: ProtocolAnalysis {
                         evidence += "; URL not in the capture"
                     }
                 }
-                hits.append(Diagnoses.Hit(device: d, time: e.time, frames: e.frames, evidence: evidence))
+                hits.append((code, Diagnoses.Hit(device: d, time: e.time, frames: e.frames, evidence: evidence)))
             }
         }
         return hits
