@@ -173,6 +173,8 @@ public struct TimelineEvents: RandomAccessCollection, ExpressibleByArrayLiteral,
             type = index(type: Swift.type(of: message))
         }
         let (offset, count) = source.storage(e.lane).append { w in encode(e, kind: kind, type: type, into: &w) }
+        // Bounded far below 16 MiB whatever the capture: a message by its value (a long write's
+        // 64 KiB cap) or its joined answer (a scan's 16 KiB), a link event's fields by their PDU.
         precondition(count < 1 << 24, "a timeline event of \(count) bytes")
         slots.append(UInt64(offset) << 24 | UInt64(count))
         meta.append(Meta(time: e.time, device: e.device.map { Int32(clamping: $0) } ?? .min,
