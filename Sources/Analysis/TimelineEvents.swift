@@ -2,14 +2,15 @@ import Foundation
 import Profiles
 
 /// A timeline's events, kept encoded: in memory up to 64 KiB, then in an encrypted, unlinked
-/// temporary file (`SpillStorage`, as a `SpillList` keeps its elements). A day's timeline holds
-/// up to 200,000 events (`TimelineBuilder.maxEvents`); kept as values, with their messages, they
-/// were 43 MB of its 73 MB heap.
+/// temporary file (`SpillStorage`, as a `SpillList` keeps its elements), one per lane. A day's
+/// timeline holds up to 200,000 events (`TimelineBuilder.maxEvents`); kept as values, with their
+/// messages, they were 43 MB of its 73 MB heap.
 ///
 /// What the rules' index, the sort and the grouping by device ask of every event (its time,
-/// device, kind, message type and whether it has problems) stays in memory beside each event's
-/// place, 24 bytes an event, so that finding the events a rule is about reads no event. An event
-/// is read back whole when it is asked for (`self[i]`).
+/// device, connection, lane, kind, message type and whether it has problems) stays in memory
+/// beside each event's place, 24 bytes an event, so that finding the events a rule is about reads
+/// no event. An event read back (`self[i]`) carries those and reads the rest (its text, frames,
+/// message and problems) when first asked.
 ///
 /// A message is encoded when its type is a `SpillableMessage` (every protocol here); one of
 /// another type, and a link event's fields that hold a secret, stay values in memory.
@@ -36,7 +37,8 @@ public struct TimelineEvents: RandomAccessCollection, ExpressibleByArrayLiteral,
 
     /// Kinds, message types and what is kept as values, shared by copies of the list.
     final class Tables: @unchecked Sendable {
-        // Changed only by the list's appends: a timeline is built on one thread.
+        // Changed only by the list's appends, while a timeline is built on one thread; read by
+        // its events as they load, after.
         var kinds: [String] = []
         var kindIndex: [String: UInt16] = [:]
         var types: [any ProfileMessage.Type] = []
