@@ -236,7 +236,7 @@ public struct TimelineEvent: Sendable {
         /// An event read back from `TimelineEvents` reads its parts when first asked: most events
         /// a rule or a summary is handed are passed over on their kind or their message's type,
         /// which the list holds in memory (decoding every event handed out made a timeline a third
-        /// slower; reading on first ask, a sixth).
+        /// slower; reading on first ask, a fifth).
         private let source: (events: TimelineEvents.Source, lane: Lane, slot: UInt64, type: Int, inlineKind: Bool)?
         private let loaded = Atomic<Bool>(false)
 
