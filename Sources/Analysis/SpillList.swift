@@ -47,26 +47,18 @@ public struct SpillList<Element: Spillable>: RandomAccessCollection, Expressible
     public var endIndex: Int { slots.count }
 
     public subscript(position: Int) -> Element {
-        let slot = slots[position]
-        return storage.read(offset: Int(slot >> 24), count: Int(slot & 0xFF_FFFF)) { r in Element(unspilling: &r) }
+        storage.read(slot: slots[position]) { r in Element(unspilling: &r) }
     }
 
     public mutating func append(_ element: Element) {
-        let (offset, count) = storage.append { w in element.spill(into: &w) }
-        // The elements are bounded far below 16 MiB whatever the capture: a secret's value by
-        // the 64 KiB long-write cap, evidence and record lists by `appendCapped`, a timeline's
-        // phase detail by the message it quotes.
-        precondition(count < 1 << 24, "a spilled element of \(count) bytes")
-        slots.append(UInt64(offset) << 24 | UInt64(count))
+        slots.append(storage.append(slot: { w in element.spill(into: &w) }))
     }
 
     /// Puts `element` at `position` in place of what was there. The old bytes stay where they lie
     /// (the storage only grows), so this is for values that change a few times, not in a loop:
     /// a timeline writes a connection once when it opens and once when it ends.
     public mutating func replace(at position: Int, with element: Element) {
-        let (offset, count) = storage.append { w in element.spill(into: &w) }
-        precondition(count < 1 << 24, "a spilled element of \(count) bytes")
-        slots[position] = UInt64(offset) << 24 | UInt64(count)
+        slots[position] = storage.append(slot: { w in element.spill(into: &w) })
     }
 
     /// The elements for which `isIncluded` is true, in order: a list sharing this one's storage
@@ -160,6 +152,22 @@ final class SpillStorage: @unchecked Sendable {
         let offset = spilledBytes + start
         if pending.count > memoryLimit, !memoryOnly { flush() }
         return (offset, count)
+    }
+
+    /// Appends an element and gives its place, offset << 24 | length, the 8 bytes a list keeps.
+    /// Elements are bounded far below 16 MiB whatever the capture: a secret's value or a
+    /// protocol message by the 64 KiB long-write cap (a scan's joined answer by its 16 KiB),
+    /// evidence and record lists by `appendCapped`, a link event's fields by their PDU, a
+    /// timeline's phase detail by the message it quotes.
+    func append(slot encode: (inout SpillWriter) -> Void) -> UInt64 {
+        let (offset, count) = append(encode)
+        precondition(count < 1 << 24, "a spilled element of \(count) bytes")
+        return UInt64(offset) << 24 | UInt64(count)
+    }
+
+    /// Reads the element at a place `append(slot:)` gave.
+    func read<T>(slot: UInt64, _ decode: (inout SpillReader) -> T) -> T {
+        read(offset: Int(slot >> 24), count: Int(slot & 0xFF_FFFF), decode)
     }
 
     func read<T>(offset: Int, count: Int, _ decode: (inout SpillReader) -> T) -> T {

@@ -48,7 +48,6 @@ public struct TimelineEvents: RandomAccessCollection, ExpressibleByArrayLiteral,
         /// The last kind and message type appended, and their indices: events come in runs.
         var lastKind: (kind: String, index: UInt16)?
         var lastType: (id: ObjectIdentifier, index: Int)?
-        var typeIDs: [ObjectIdentifier] = []
         var typeIndex: [ObjectIdentifier: Int] = [:]
         /// Messages of types that are not `SpillableMessage`, and link events' fields with secrets.
         var keptMessages: [any ProfileMessage] = []
@@ -79,7 +78,7 @@ public struct TimelineEvents: RandomAccessCollection, ExpressibleByArrayLiteral,
         /// Reads the parts of the event of `lane` at `slot` (message type `type`, 0 for none; its
         /// kind in its bytes when `inlineKind`) and hands them to `take`, under the storage's lock.
         func read(lane: TimelineEvent.Lane, slot: UInt64, type: Int, inlineKind: Bool, _ take: (() -> TimelineEvent.Parts) -> Void) {
-            storage(lane).read(offset: Int(slot >> 24), count: Int(slot & 0xFF_FFFF)) { r in
+            storage(lane).read(slot: slot) { r in
                 take {
                     if inlineKind { _ = r.string() }
                     return decode(&r, type: type)
@@ -133,8 +132,7 @@ public struct TimelineEvents: RandomAccessCollection, ExpressibleByArrayLiteral,
     }
 
     public init(arrayLiteral elements: TimelineEvent...) {
-        self.init()
-        for e in elements { append(e) }
+        self.init(elements)
     }
 
     public init(_ elements: some Sequence<TimelineEvent>, memoryLimit: Int = SpillList<Phase>.defaultMemoryLimit) {
@@ -151,14 +149,14 @@ public struct TimelineEvents: RandomAccessCollection, ExpressibleByArrayLiteral,
         let type = m.messageType
         return TimelineEvent(time: m.time, device: m.device, connection: m.connection, lane: m.lane,
                              kind: m.kind == Self.inlineIndex ? inlineKind(position) : tables.kinds[Int(m.kind)],
-                             messageType: type == 0 ? nil : tables.typeIDs[type - 1], source: source, slot: slots[position], type: type,
-                             inlineKind: m.kind == Self.inlineIndex)
+                             messageType: type == 0 ? nil : ObjectIdentifier(tables.types[type - 1]), source: source,
+                             slot: slots[position], type: type, inlineKind: m.kind == Self.inlineIndex)
     }
 
     /// A kind that did not fit the table, read from the event's bytes.
     private func inlineKind(_ position: Int) -> String {
         let slot = slots[position]
-        return source.storage(meta[position].lane).read(offset: Int(slot >> 24), count: Int(slot & 0xFF_FFFF)) { r in r.string() }
+        return source.storage(meta[position].lane).read(slot: slot) { r in r.string() }
     }
 
     public var capacity: Int { slots.capacity }
@@ -174,11 +172,7 @@ public struct TimelineEvents: RandomAccessCollection, ExpressibleByArrayLiteral,
         if let message = e.message {
             type = index(type: Swift.type(of: message))
         }
-        let (offset, count) = source.storage(e.lane).append { w in encode(e, kind: kind, type: type, into: &w) }
-        // Bounded far below 16 MiB whatever the capture: a message by its value (a long write's
-        // 64 KiB cap) or its joined answer (a scan's 16 KiB), a link event's fields by their PDU.
-        precondition(count < 1 << 24, "a timeline event of \(count) bytes")
-        slots.append(UInt64(offset) << 24 | UInt64(count))
+        slots.append(source.storage(e.lane).append(slot: { w in encode(e, kind: kind, type: type, into: &w) }))
         meta.append(Meta(time: e.time, device: e.device.map { Int32(clamping: $0) } ?? .min,
                          connection: e.connection.map { Int32(clamping: $0) } ?? .min, kind: kind,
                          typeAndProblems: UInt16(type) | (e.problems.isEmpty ? 0 : 0x8000), lane: e.lane))
@@ -192,7 +186,7 @@ public struct TimelineEvents: RandomAccessCollection, ExpressibleByArrayLiteral,
     /// The identity of the type of the event's message, nil without one.
     public func messageType(at i: Int) -> ObjectIdentifier? {
         let t = meta[i].messageType
-        return t == 0 ? nil : tables.typeIDs[t - 1]
+        return t == 0 ? nil : ObjectIdentifier(tables.types[t - 1])
     }
     /// The type of the event's message, nil without one.
     public func messageMetatype(at i: Int) -> (any ProfileMessage.Type)? {
@@ -232,13 +226,6 @@ public struct TimelineEvents: RandomAccessCollection, ExpressibleByArrayLiteral,
         return list
     }
 
-    /// The events for which `isIncluded` is true, in order.
-    public func picking(where isIncluded: (TimelineEvent) throws -> Bool) rethrows -> TimelineEvents {
-        var positions: [Int] = []
-        for i in indices where try isIncluded(self[i]) { positions.append(i) }
-        return picking(positions)
-    }
-
     /// The events whose device `keep` accepts, and those of no device, read without the events.
     public func picking(devices keep: (Int) -> Bool) -> TimelineEvents {
         picking(indices.filter { device(at: $0).map(keep) ?? true })
@@ -276,7 +263,6 @@ public struct TimelineEvents: RandomAccessCollection, ExpressibleByArrayLiteral,
         precondition(tables.types.count < 0x7FFE, "too many message types")
         tables.types.append(type)
         tables.spillable.append(type as? any SpillableMessage.Type)
-        tables.typeIDs.append(id)
         tables.typeIndex[id] = tables.types.count - 1
         return tables.types.count
     }
