@@ -260,4 +260,53 @@ final class AuditTests: XCTestCase {
         let second = both.findings.filter { $0.connection != nil && ($0.records.first ?? 0) > kept && $0.id != "capture.holds-secrets" }
         XCTAssertEqual(second.map(\.id), expected.map(\.id))
     }
+
+    /// What a protocol says as its link ends belongs to that link. Improv's command cut short by
+    /// the disconnection is only reported then; the audit once gave it a new link of its own,
+    /// never encrypted: one connection listed twice, and on an encrypted link a false "Wi-Fi
+    /// credentials sent over an unencrypted link".
+    func testWhatAProtocolSaysAsItsLinkEndsBelongsToThatLink() throws {
+        let source = Files.root.appendingPathComponent("Captures/emulated/improv-split-rpc-mtu247.btsnoop").path
+        let dir = try Files.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        // The source encrypted (an Encryption Change, written here byte by byte, after its
+        // Connection Complete), cut after the first of the two writes of its WIFI_SETTINGS
+        // command, and then disconnected.
+        let path = dir.appendingPathComponent("encrypted-cut.btsnoop").path
+        let writer = try CaptureWriter(path: path, format: .btsnoopH4)
+        let encryptionChange: [UInt8] = [0x08, 0x04, 0x00, 0x40, 0x00, 0x01]  // status 0, handle 0x0040, on
+        var improvWrites = 0, number = 0, connections = 0
+        let reader = try openCapture(source)
+        while var r = try reader.next() {
+            let isDisconnection = r.kind == .event && r.data.first == 0x05
+            if r.kind == .event, r.data.count > 2, r.data[0] == 0x3E, r.data[2] == 0x01 || r.data[2] == 0x0A { connections += 1 }
+            // ACL: handle, length, L2CAP length, CID 0x0004, then the ATT PDU: Write Request on 0x0012.
+            if r.kind == .acl, r.data.count > 10, r.data[6] == 0x04, r.data[8] == 0x12, r.data[9] == 0x12, r.data[10] == 0x00 {
+                improvWrites += 1
+            }
+            guard improvWrites < 3 || isDisconnection else { continue }
+            number += 1
+            r.number = number
+            XCTAssertTrue(try writer.write(r, sourceIsMonitor: false))
+            if r.kind == .event, r.data.first == 0x3E {
+                try encryptionChange.withUnsafeBytes { bytes in
+                    number += 1
+                    let change = CaptureRecord(number: number, fileOffset: 0, timestamp: r.timestamp, direction: .received, kind: .event,
+                                               originalLength: bytes.count, data: bytes)
+                    XCTAssertTrue(try writer.write(change, sourceIsMonitor: false))
+                }
+            }
+        }
+        try writer.finish()
+        XCTAssertEqual(connections, 1)
+        XCTAssertGreaterThanOrEqual(improvWrites, 3, "GET_DEVICE_INFO, then WIFI_SETTINGS in two writes")
+
+        let report = try Self.audit(path)
+        XCTAssertEqual(report.links.count, connections, "one link per connection the capture shows")
+        XCTAssertEqual(report.links.first?.encryptedAtRecord, 2)
+        let unfinished = report.secrets.filter { $0.context.contains("did not decode") }
+        XCTAssertEqual(unfinished.count, 1, "the WIFI_SETTINGS command cut short is a credential value still")
+        XCTAssertEqual(unfinished.first?.linkEncrypted, true)
+        XCTAssertEqual(report.findings.map(\.id).filter { $0.hasPrefix("credentials.") }, [], "every credential went over the encrypted link")
+    }
 }

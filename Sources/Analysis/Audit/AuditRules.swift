@@ -42,7 +42,8 @@ enum AuditRules {
         let list = AuditHit.list
 
         // Credentials: in the clear on a link that never encrypted, or before it did.
-        let clear = t.credentialsSent.filter { !$0.encrypted }
+        // In record order: a value the protocol was still joining is only known when the link ends.
+        let clear = t.credentialsSent.filter { !$0.encrypted }.sorted { $0.record < $1.record }
         if !clear.isEmpty {
             let items = clear.map { (what: $0.what, record: $0.record, time: $0.time) }
             if let at = t.link.encryptedAtRecord {
@@ -75,7 +76,8 @@ enum AuditRules {
         }
 
         if !t.secretReads.isEmpty {
-            add("secrets.readable", list(t.secretReads) + " on \(connection)", t.secretReads.map(\.record), t.secretReads.first?.time)
+            let reads = t.secretReads.sorted { $0.record < $1.record }
+            add("secrets.readable", list(reads) + " on \(connection)", reads.map(\.record), reads.first?.time)
         }
         hits += t.protocolTracks.flatMap { $0.findings(connection: connection) }
         return hits.map { h in

@@ -33,6 +33,9 @@ public final class Auditor {
     private var endedLinks: SpillList<AuditLink>
     private var endedFindings: SpillList<AuditFinding>
     private var live: [ConnectionKey: Int] = [:]
+    /// Links whose Disconnection Complete is in the record being read: they end after its
+    /// protocol events.
+    private var endedLinkKeys: [ConnectionKey] = []
     private var droppedSightings = 0
     /// Writes on handles the decoder could not name (no discovery, no --profile): how many, and the first ones.
     private var unnamedWrites = 0
@@ -109,6 +112,17 @@ public final class Auditor {
             }
         }
         for e in profile { consumeProfile(e, record: record) }
+        // A link ends after what its protocols said as it ended (the value they were still
+        // joining, which did not decode): that belongs to this link, and was once given to a new
+        // link of its own, never encrypted, with a false "credentials over an unencrypted link".
+        for key in endedLinkKeys {
+            if let i = live[key], case .open(let t) = tracks[i] {
+                flushPrepared(t, why: "never executed: the link ended")
+                end(t, at: i)
+            }
+            live[key] = nil
+        }
+        endedLinkKeys.removeAll(keepingCapacity: true)
     }
 
     private func track(_ key: ConnectionKey, record: CaptureRecord, peer: BDAddr? = nil) -> ConnectionTrack {
@@ -171,11 +185,7 @@ public final class Auditor {
             live[info.key] = nil
             _ = track(info.key, record: record, peer: info.peerAddress ?? info.peripheralAddress)
         case .disconnection(let info, _):
-            if let i = live[info.key], case .open(let t) = tracks[i] {
-                flushPrepared(t, why: "never executed: the link ended")
-                end(t, at: i)
-            }
-            live[info.key] = nil
+            endedLinkKeys.append(info.key)
         case .encryptionChange(let key, let enabled, let status, let keySize):
             guard status.rawValue == 0 else { return }
             let t = track(key, record: record)
