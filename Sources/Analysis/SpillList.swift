@@ -85,14 +85,47 @@ public struct SpillList<Element: Spillable>: RandomAccessCollection, Expressible
         return list
     }
 
-    /// Sorts as `[Element].sort(by:)` would with `areInIncreasingOrder` applied to the keys: each
-    /// element is read once for its key, and only the slots move.
+    /// Sorts as `[Element].sort(by:)` would with `areInIncreasingOrder` applied to the keys (a
+    /// stable sort), and only the slots move.
+    ///
+    /// Lists are mostly appended in order (an audit's findings connection by connection, a
+    /// redaction's patches record by record), so this first walks the sorted start of the list
+    /// keeping one key, and holds keys only for the rest: sorted, it is merged into the start,
+    /// whose keys are read a second time. A sorted list costs one read and no memory; the keys
+    /// of a whole list held at once were the audit's largest allocation at 4M records.
     public mutating func sort<Key>(on key: (Element) -> Key, by areInIncreasingOrder: (Key, Key) -> Bool) {
-        var keyed: [(key: Key, slot: UInt64)] = []
-        keyed.reserveCapacity(count)
-        for i in indices { keyed.append((key(self[i]), slots[i])) }
-        keyed.sort { areInIncreasingOrder($0.key, $1.key) }
-        slots = keyed.map(\.slot)
+        guard count > 1 else { return }
+        var sortedCount = 1
+        var last = key(self[0])
+        while sortedCount < count {
+            let next = key(self[sortedCount])
+            if areInIncreasingOrder(next, last) { break }
+            last = next
+            sortedCount += 1
+        }
+        guard sortedCount < count else { return }
+        var rest: [(key: Key, slot: UInt64)] = []
+        rest.reserveCapacity(count - sortedCount)
+        for i in sortedCount..<count { rest.append((key(self[i]), slots[i])) }
+        rest.sort { areInIncreasingOrder($0.key, $1.key) }
+        // An element of the rest goes before one of the start only when its key is smaller: on
+        // equal keys the start, which came first, stays first.
+        var merged: [UInt64] = []
+        merged.reserveCapacity(count)
+        var r = 0
+        for i in 0..<sortedCount {
+            let k = r < rest.count ? key(self[i]) : nil
+            while let k, r < rest.count, areInIncreasingOrder(rest[r].key, k) {
+                merged.append(rest[r].slot)
+                r += 1
+            }
+            merged.append(slots[i])
+        }
+        while r < rest.count {
+            merged.append(rest[r].slot)
+            r += 1
+        }
+        slots = merged
     }
 
     /// Whether any element went to the file (for tests).

@@ -309,4 +309,46 @@ final class AuditTests: XCTestCase {
         XCTAssertEqual(unfinished.first?.linkEncrypted, true)
         XCTAssertEqual(report.findings.map(\.id).filter { $0.hasPrefix("credentials.") }, [], "every credential went over the encrypted link")
     }
+
+    /// Links are listed in the order their connections began, however their ends interleave: a
+    /// link that ends while one that began before it is still open waits for it. Two long
+    /// connections that overlap, 3,000 that come and go meanwhile, and pairs that end in the
+    /// reverse order of their start, all read back from the audit's temporary files.
+    func testLinksAreInTheOrderTheirConnectionsBeganHoweverTheyEnd() {
+        let auditor = Auditor(source: "test", format: "test", protocols: GATTLabProtocols.all, memoryLimit: 0)
+        var number = 0
+        var began: [String] = []
+        func info(_ handle: UInt16) -> ConnectionInfo {
+            ConnectionInfo(key: ConnectionKey(controller: 0, handle: handle), frame: number, time: Int64(number))
+        }
+        func feed(_ event: LinkEvent) {
+            number += 1
+            [UInt8](repeating: 0, count: 1).withUnsafeBytes { bytes in
+                let record = CaptureRecord(number: number, fileOffset: 0, timestamp: Int64(number), direction: .received, kind: .event,
+                                           originalLength: 1, data: bytes)
+                auditor.consume(record, gatt: [.link(event)], profile: [])
+            }
+        }
+        func begin(_ handle: UInt16) {
+            feed(.connectionComplete(info(handle)))
+            began.append("\(ConnectionKey(controller: 0, handle: handle)) from \(number)")
+        }
+        begin(1)
+        for i in 0..<3_000 {
+            // The first ends two thirds in, while another that began half-way stays to the end.
+            if i == 1_500 { begin(50) }
+            if i == 2_000 { feed(.disconnection(info(1), reason: HCIStatus(rawValue: 0x13))) }
+            let handle = UInt16(2 + i % 7)
+            begin(handle)
+            if i % 3 == 0 {
+                // Two at once, ending in reverse order.
+                begin(100)
+                feed(.disconnection(info(100), reason: HCIStatus(rawValue: 0x13)))
+            }
+            feed(.disconnection(info(handle), reason: HCIStatus(rawValue: 0x13)))
+        }
+        let report = auditor.finish()
+        XCTAssertEqual(report.links.count, began.count)
+        XCTAssertEqual(report.links.map { "\($0.connection) from \($0.firstRecord)" }, began)
+    }
 }

@@ -109,6 +109,38 @@ final class SpillListTests: XCTestCase {
         for (a, b) in zip(list, array) { XCTAssertTrue(Self.same(a, b)) }
     }
 
+    /// A list sorted at its start and not after (how the audit's findings and a redaction's
+    /// patches come) sorts as a stable sort does: equal keys keep their order, whether they lie
+    /// in the sorted start, in the rest, or across both. The reference breaks ties on the
+    /// original position, so it is stable whatever the standard library's sort is.
+    func testAListSortedOnlyAtItsStartSortsStably() {
+        var r = SplitMix64(seed: 20)
+        let order = { (a: (record: Int, severity: AuditFinding.Severity), b: (record: Int, severity: AuditFinding.Severity)) in
+            (a.record, b.severity) < (b.record, a.severity)
+        }
+        let key = { (f: AuditFinding) in (record: f.records.first ?? 0, severity: f.severity) }
+        for n in [0, 1, 2, 7, 300] {
+            for sortedStart in Set([0, 1, n / 2, max(0, n - 1), n]) where sortedStart <= n {
+                // Few distinct keys, so that many are equal; `id` is the original position.
+                var findings = (0..<n).map { i in
+                    AuditFinding(id: "\(i)", severity: AuditFinding.Severity.allCases[Int(r.next() % 3)], title: "", evidence: "", fix: "",
+                                 connection: nil, records: r.next() % 5 == 0 ? [] : [Int(r.next() % 6)], time: nil)
+                }
+                let start = findings.prefix(sortedStart).enumerated()
+                    .sorted { order(key($0.element), key($1.element)) || (!order(key($1.element), key($0.element)) && $0.offset < $1.offset) }
+                    .map(\.element)
+                findings.replaceSubrange(0..<sortedStart, with: start)
+                let expected = findings.enumerated()
+                    .sorted { order(key($0.element), key($1.element)) || (!order(key($1.element), key($0.element)) && $0.offset < $1.offset) }
+                    .map(\.element.id)
+                var list = SpillList<AuditFinding>(memoryLimit: 200)
+                list += findings
+                list.sort(on: key, by: order)
+                XCTAssertEqual(list.map(\.id), expected, "\(n) elements sorted for the first \(sortedStart)")
+            }
+        }
+    }
+
     /// Copies share the storage, which only grows: each keeps its own elements.
     func testCopiesAreIndependent() {
         let s = Self.samples(20, seed: 1)

@@ -21,17 +21,26 @@ public final class Auditor {
     /// Every rule: the audit's own and the protocols'.
     private let catalogue: [AuditRuleInfo]
     private var report: AuditReport
-    /// Every connection, in the order they began.
-    private var tracks: [Connection] = []
-    /// A connection followed while its link is up; once the link ends nothing can reach its
-    /// track, and only its link and findings are kept (a day's tracks kept whole to the end were
-    /// most of the audit's memory), in `endedLinks` and `endedFindings`: the track keeps where.
+    /// The report lists links and findings in the order their connections began. A connection
+    /// is followed while its link is up; once the link ends nothing can reach its track, and only
+    /// its link and findings are kept (a day's tracks kept whole to the end were most of the
+    /// audit's memory). They go to the report at once when every connection that began before
+    /// it has gone there too; until then they wait in `endedLinks` and `endedFindings`, and its
+    /// entry here says where. So only the connections from the first one still open are here,
+    /// a few in a capture whose connections come one after another (an entry for each of a
+    /// day's 40,000 connections was the audit's largest allocation).
+    private var waiting: [Connection] = []
     private enum Connection {
         case open(ConnectionTrack)
         case ended(link: Int, findings: Range<Int>)
     }
+    /// `waiting[waitingStart...]` are the connections numbered `firstWaiting...` in the order
+    /// they began (entries before `waitingStart` have gone to the report).
+    private var waitingStart = 0
+    private var firstWaiting = 0
     private var endedLinks: SpillList<AuditLink>
     private var endedFindings: SpillList<AuditFinding>
+    /// Each open connection's number in the order they began.
     private var live: [ConnectionKey: Int] = [:]
     /// Links whose Disconnection Complete is in the record being read: they end after its
     /// protocol events.
@@ -116,9 +125,9 @@ public final class Auditor {
         // joining, which did not decode): that belongs to this link, and was once given to a new
         // link of its own, never encrypted, with a false "credentials over an unencrypted link".
         for key in endedLinkKeys {
-            if let i = live[key], case .open(let t) = tracks[i] {
+            if let n = live[key], let t = openTrack(key) {
                 flushPrepared(t, why: "never executed: the link ended")
-                end(t, at: i)
+                end(t, number: n)
             }
             live[key] = nil
         }
@@ -126,13 +135,18 @@ public final class Auditor {
     }
 
     private func track(_ key: ConnectionKey, record: CaptureRecord, peer: BDAddr? = nil) -> ConnectionTrack {
-        if let i = live[key], case .open(let t) = tracks[i] { return t }
+        if let t = openTrack(key) { return t }
         let t = ConnectionTrack(key: key, link: AuditLink(connection: key.description, peer: peer?.description, firstRecord: record.number),
                                 protocolTracks: auditing.map { $0.makeAuditTrack() })
-        if tracks.count < Self.maxConnections {
-            live[key] = tracks.count
-            tracks.append(.open(t))
+        if waiting.count - waitingStart < Self.maxConnections {
+            live[key] = firstWaiting + waiting.count - waitingStart
+            waiting.append(.open(t))
         }
+        return t
+    }
+
+    private func openTrack(_ key: ConnectionKey) -> ConnectionTrack? {
+        guard let n = live[key], case .open(let t) = waiting[n - firstWaiting + waitingStart] else { return nil }
         return t
     }
 
@@ -165,13 +179,51 @@ public final class Auditor {
                                              overTheAir: overTheAir, linkEncrypted: overTheAir ? connection?.encrypted : nil))
     }
 
-    /// A track whose link ended becomes its link and findings.
-    private func end(_ t: ConnectionTrack, at i: Int) {
+    /// A track whose link ended becomes its link and findings: in the report if it is the first
+    /// connection waiting, else waiting for those before it.
+    private func end(_ t: ConnectionTrack, number n: Int) {
         finishPairing(t)
+        // In the report's order already, so that the report's sort finds them sorted (it holds
+        // keys only for what is not), and stably, so that the order it ends in stays the same.
+        let found = AuditRules.findings(for: t, catalogue: catalogue).sorted(by: Self.reportOrder)
+        guard n != firstWaiting else {
+            report.links.append(t.link)
+            report.findings += found
+            waitingStart += 1
+            firstWaiting += 1
+            sendWaiting()
+            return
+        }
         let first = endedFindings.count
-        endedFindings += AuditRules.findings(for: t, catalogue: catalogue)
+        endedFindings += found
         endedLinks.append(t.link)
-        tracks[i] = .ended(link: endedLinks.count - 1, findings: first..<endedFindings.count)
+        waiting[n - firstWaiting + waitingStart] = .ended(link: endedLinks.count - 1, findings: first..<endedFindings.count)
+    }
+
+    /// Moves the ended connections at the front of `waiting` to the report.
+    private func sendWaiting() {
+        while waitingStart < waiting.count, case .ended(let link, let findings) = waiting[waitingStart] {
+            report.links.append(endedLinks[link])
+            for i in findings { report.findings.append(endedFindings[i]) }
+            waitingStart += 1
+            firstWaiting += 1
+        }
+        if waitingStart == waiting.count {
+            waiting.removeAll(keepingCapacity: true)
+            waitingStart = 0
+        } else if waitingStart >= 1024, waitingStart * 2 >= waiting.count {
+            waiting.removeFirst(waitingStart)
+            waitingStart = 0
+        }
+    }
+
+    /// The order of the report's findings: by their first record, the more severe first.
+    private static func reportOrder(_ a: AuditFinding, _ b: AuditFinding) -> Bool {
+        reportOrder(a.sortKey, b.sortKey)
+    }
+
+    private static func reportOrder(_ a: (record: Int, severity: AuditFinding.Severity), _ b: (record: Int, severity: AuditFinding.Severity)) -> Bool {
+        (a.record, b.severity) < (b.record, a.severity)
     }
 
     private func consumeLink(_ l: LinkEvent, record: CaptureRecord) {
@@ -181,7 +233,7 @@ public final class Auditor {
             // Disconnection Complete, a capture begun mid-connection): nothing can reach the old
             // track any more, so it ends now, as it would at the end of the capture. (Not with
             // prepared writes pending: those end as "never executed before the capture ended".)
-            if let i = live[info.key], case .open(let t) = tracks[i], t.prepared.isEmpty { end(t, at: i) }
+            if let n = live[info.key], let t = openTrack(info.key), t.prepared.isEmpty { end(t, number: n) }
             live[info.key] = nil
             _ = track(info.key, record: record, peer: info.peerAddress ?? info.peripheralAddress)
         case .disconnection(let info, _):
@@ -356,18 +408,13 @@ public final class Auditor {
     // MARK: Findings
 
     public func finish() -> AuditReport {
-        for case .open(let t) in tracks { flushPrepared(t, why: "never executed before the capture ended") }
-        for i in tracks.indices { if case .open(let t) = tracks[i] { end(t, at: i) } }
-        // Links and findings in the order their connections began, sharing the lists they went to
-        // as each link ended (nothing is copied).
-        var r = report
-        var links: [Int] = [], findings: [Int] = []
-        for case .ended(let link, let range) in tracks {
-            links.append(link)
-            findings += range
+        for case .open(let t) in waiting[waitingStart...] { flushPrepared(t, why: "never executed before the capture ended") }
+        // Ending the first sends it and any ended after it to the report, moving `firstWaiting`.
+        let pastLast = firstWaiting + waiting.count - waitingStart
+        for n in firstWaiting..<pastLast where n >= firstWaiting {
+            if case .open(let t) = waiting[n - firstWaiting + waitingStart] { end(t, number: n) }
         }
-        r.links = endedLinks.picking(links)
-        r.findings = endedFindings.picking(findings)
+        var r = report
         if !r.secrets.isEmpty {
             var counts: [SecretKind: Int] = [:]
             for s in r.secrets where !s.alreadyRedacted { counts[s.kind, default: 0] += 1 }
@@ -388,9 +435,7 @@ public final class Auditor {
                 "\(unnamedWrites) writes go to handles the capture never discovered: credentials among them cannot be recognised",
                 connection: nil, records: unnamedValueRecords, time: nil))
         }
-        r.findings.sort(on: { (record: $0.records.first ?? 0, severity: $0.severity) }) { a, b in
-            (a.record, b.severity) < (b.record, a.severity)
-        }
+        r.findings.sort(on: \.sortKey, by: Self.reportOrder)
         return r
     }
 
@@ -446,4 +491,9 @@ extension Array {
     public mutating func appendCapped(_ element: Element, cap: Int = 256) {
         if count < cap { append(element) }
     }
+}
+
+extension AuditFinding {
+    /// What the report's findings are sorted on (`Auditor.reportOrder`).
+    var sortKey: (record: Int, severity: Severity) { (records.first ?? 0, severity) }
 }
