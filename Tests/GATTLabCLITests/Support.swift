@@ -108,10 +108,9 @@ enum Harness {
         }
     }
 
+    /// A new folder, removed when the test process exits (`Files.temporaryDirectory()`).
     static func temporaryDirectory() throws -> URL {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("gattlab-tests-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        return dir
+        try Files.temporaryDirectory()
     }
 
     /// Whether stderr is one failure in the voice of every command: one `gattlab: error:` line,

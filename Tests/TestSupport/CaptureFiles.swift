@@ -32,10 +32,11 @@ public enum Files {
         }
     }
 
+    /// A new folder in the temporary directory, removed when the test process exits (as well as
+    /// by the test's own `defer`, where it has one): a test that stops half-way leaves nothing
+    /// behind. Hundreds of these, captures and test credentials in them, once piled up in /tmp.
     public static func temporaryDirectory() throws -> URL {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("gattlab-redact-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        return dir
+        try TemporaryFolders.make()
     }
 
     /// Every record's data (after the format's headers), by record number: test captures are small.
@@ -113,4 +114,27 @@ public enum RealCaptures {
 public struct TestSetupError: Error, CustomStringConvertible {
     public var description: String
     public init(_ d: String) { description = d }
+}
+
+/// The folders `Files.temporaryDirectory()` made, removed at exit (XCTest's runner ends with
+/// `exit`, which runs `atexit` handlers, whether tests passed or failed).
+enum TemporaryFolders {
+    private static let lock = NSLock()
+    nonisolated(unsafe) private static var made: [URL] = []
+    private static let removedAtExit: Void = { atexit { TemporaryFolders.removeAll() } }()
+
+    static func make() throws -> URL {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("gattlab-tests-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        lock.withLock {
+            _ = removedAtExit
+            made.append(dir)
+        }
+        return dir
+    }
+
+    private static func removeAll() {
+        let folders = lock.withLock { made }
+        for dir in folders { try? FileManager.default.removeItem(at: dir) }
+    }
 }
