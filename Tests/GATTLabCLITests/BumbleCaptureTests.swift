@@ -202,6 +202,23 @@ final class BumbleCaptureTests: XCTestCase {
         }
     }
 
+    /// The audit lists one link per connection Bumble's controller reported, counted from the
+    /// capture's bytes: what a protocol says as a link ends (a scan answer without END) once
+    /// made a link of its own.
+    func testAuditListsOneLinkPerConnection() throws {
+        let set = try BumbleCaptures.shared()
+        for capture in set.manifest {
+            var args = ["audit", "--format", "json", set.path(capture)]
+            if let pop = capture.pop, let key = capture.clientKey { args += ["--esp-pop", pop, "--esp-client-key", key] }
+            let r = try Harness.gattlab(args)
+            let json = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any], capture.name)
+            let links = json["links"] as? [[String: Any]] ?? []
+            let begun = try Files.connectionsBegun(set.path(capture))
+            XCTAssertGreaterThan(begun, 0, capture.name)
+            XCTAssertEqual(links.count, begun, "\(capture.name): \(links)")
+        }
+    }
+
     func testRedactRemovesThePasswordAndStillDecodes() throws {
         let set = try BumbleCaptures.shared()
         for capture in set.manifest where capture.credentials {

@@ -39,6 +39,19 @@ public enum Files {
         try TemporaryFolders.make()
     }
 
+    /// The connections a capture shows begin, counted from its bytes and not by GATTLab's
+    /// decoder: HCI LE Connection Complete and LE Enhanced Connection Complete events (LE Meta
+    /// 0x3E, subevent 0x01 or 0x0A) with status 0.
+    public static func connectionsBegun(_ path: String) throws -> Int {
+        let reader = try openCapture(path)
+        var count = 0
+        while let r = try reader.next() {
+            let d = r.data
+            if r.kind == .event, d.count > 3, d[0] == 0x3E, d[2] == 0x01 || d[2] == 0x0A, d[3] == 0x00 { count += 1 }
+        }
+        return count
+    }
+
     /// Every record's data (after the format's headers), by record number: test captures are small.
     public static func recordData(_ path: String) throws -> [Int: [UInt8]] {
         let reader = try openCapture(path)
