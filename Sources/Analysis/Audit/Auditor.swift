@@ -125,7 +125,7 @@ public final class Auditor {
         // joining, which did not decode): that belongs to this link, and was once given to a new
         // link of its own, never encrypted, with a false "credentials over an unencrypted link".
         for key in endedLinkKeys {
-            if let n = live[key], let t = openTrack(key) {
+            if let (n, t) = openTrack(key) {
                 flushPrepared(t, why: "never executed: the link ended")
                 end(t, number: n)
             }
@@ -135,7 +135,7 @@ public final class Auditor {
     }
 
     private func track(_ key: ConnectionKey, record: CaptureRecord, peer: BDAddr? = nil) -> ConnectionTrack {
-        if let t = openTrack(key) { return t }
+        if let (_, t) = openTrack(key) { return t }
         let t = ConnectionTrack(key: key, link: AuditLink(connection: key.description, peer: peer?.description, firstRecord: record.number),
                                 protocolTracks: auditing.map { $0.makeAuditTrack() })
         if waiting.count - waitingStart < Self.maxConnections {
@@ -145,9 +145,10 @@ public final class Auditor {
         return t
     }
 
-    private func openTrack(_ key: ConnectionKey) -> ConnectionTrack? {
+    /// The open track of `key` and its number in the order connections began.
+    private func openTrack(_ key: ConnectionKey) -> (number: Int, track: ConnectionTrack)? {
         guard let n = live[key], case .open(let t) = waiting[n - firstWaiting + waitingStart] else { return nil }
-        return t
+        return (n, t)
     }
 
     private func sighting(_ kind: SecretKind, _ secret: Secret, record: CaptureRecord, connection: ConnectionTrack?,
@@ -233,7 +234,7 @@ public final class Auditor {
             // Disconnection Complete, a capture begun mid-connection): nothing can reach the old
             // track any more, so it ends now, as it would at the end of the capture. (Not with
             // prepared writes pending: those end as "never executed before the capture ended".)
-            if let n = live[info.key], let t = openTrack(info.key), t.prepared.isEmpty { end(t, number: n) }
+            if let (n, t) = openTrack(info.key), t.prepared.isEmpty { end(t, number: n) }
             live[info.key] = nil
             _ = track(info.key, record: record, peer: info.peerAddress ?? info.peripheralAddress)
         case .disconnection(let info, _):
