@@ -276,7 +276,7 @@ public final class TimelineBuilder {
             var summary = "connected to \(addr)"
             if let i = info.interval {
                 fields.append(Field("intervalMs", .double(Double(i) * 1.25)))
-                summary += ", interval \(Self.decimal(Double(i) * 1.25, 2)) ms"
+                summary += ", interval \(Self.intervalMilliseconds(Int(i))) ms"
             }
             add(TimelineEvent(time: t, device: connectionValue(c).device, connection: c, lane: .link, kind: "link.connected",
                               summary: summary, fields: fields, frames: [f]))
@@ -386,7 +386,7 @@ public final class TimelineBuilder {
         case .connectionUpdate(let key, let interval, let latency, let timeout):
             let c = connection(key, time: t, frame: f)
             add(TimelineEvent(time: t, device: connectionValue(c).device, connection: c, lane: .link, kind: "link.parameters",
-                              summary: "interval \(Self.decimal(Double(interval) * 1.25, 2)) ms, latency \(latency), timeout \(Int(timeout) * 10) ms",
+                              summary: "interval \(Self.intervalMilliseconds(Int(interval))) ms, latency \(latency), timeout \(Int(timeout) * 10) ms",
                               fields: [Field("intervalMs", .double(Double(interval) * 1.25)), Field("latency", .int(Int(latency))),
                                        Field("timeoutMs", .int(Int(timeout) * 10))], frames: [f]))
         case .l2cap(let key, _, _), .signalling(let key, _, _, _):
@@ -538,6 +538,19 @@ public final class TimelineBuilder {
             if s.hasSuffix(".") { s.removeLast() }
         }
         return s
+    }
+
+    /// A connection interval in milliseconds, from the 1.25 ms units HCI gives it: what
+    /// `decimal(Double(units) * 1.25, 2)` prints (the value is exact in hundredths), without
+    /// `String(format:)`, which was 2% of a day's timeline.
+    static func intervalMilliseconds(_ units: Int) -> String {
+        let hundredths = units.magnitude * 125
+        let whole = "\(units < 0 ? "-" : "")\(hundredths / 100)"
+        switch hundredths % 100 {
+        case 0: return whole
+        case let f where f % 10 == 0: return "\(whole).\(f / 10)"
+        case let f: return "\(whole).\(f < 10 ? "0" : "")\(f)"
+        }
     }
 
     /// "4.5 s": tenths of a second as `%.1f` prints them, trailing zero dropped. Integer

@@ -21,6 +21,13 @@ final class FormattingTests: XCTestCase {
             XCTAssertEqual(TimelineBuilder.seconds(m), reference(m), "\(m) µs")
         }
     }
+
+    /// Every interval HCI can give (16 bits of 1.25 ms units), and a few beyond.
+    func testIntervalMillisecondsMatchesPrintf() {
+        for units in Array(0...0xFFFF) + [-1, -3, -80, 1 << 20, 1 << 40] {
+            XCTAssertEqual(TimelineBuilder.intervalMilliseconds(units), TimelineBuilder.decimal(Double(units) * 1.25, 2), "\(units) units")
+        }
+    }
 }
 
 /// A timeline event is a value though its text and message share a box: a changed copy leaves
