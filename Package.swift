@@ -172,7 +172,8 @@ let package = Package(
         // Helpers shared by the test targets (deterministic randomness).
         .target(name: "TestSupport", dependencies: ["Capture"], path: "Tests/TestSupport"),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "TestSupport"]),
-        .testTarget(name: "HCITests", dependencies: ["HCI", "Capture", "CBlueZ", "TestSupport"]),
+        .testTarget(name: "HCITests", dependencies: ["HCI", "Capture", "CBlueZ", "TestSupport", .product(name: "Crypto", package: "swift-crypto"),
+                                                 .product(name: "_CryptoExtras", package: "swift-crypto")]),
         .testTarget(name: "ATTTests", dependencies: ["ATT"]),
         .testTarget(name: "AssignedNumbersTests", dependencies: ["AssignedNumbers"]),
         .testTarget(name: "TransportTests", dependencies: ["Transport", "ATT", "CBlueZ"]),

@@ -54,21 +54,19 @@ public enum LegacyPairing {
         let p1 = [iat & 1, rat & 1] + preq + pres
         let p2 = ra + ia + [0, 0, 0, 0]
         // The same block for every candidate key: computed once, most significant octet first.
-        let firstBlock = Array(zip(r, p1).map { $0 ^ $1 }.reversed())
-        let want = Array(confirm.reversed())
-        let p2be = Array(p2.reversed())
-        var key = [UInt8](repeating: 0, count: 16)
-        var block = [UInt8](repeating: 0, count: 16)
+        let firstBlock = PasskeySearchAES.words(Array(zip(r, p1).map { $0 ^ $1 }.reversed()))
+        let want = PasskeySearchAES.words(Array(confirm.reversed()))
+        let p2be = PasskeySearchAES.words(Array(p2.reversed()))
+        let aes = PasskeySearchAES()
         for passkey in 0...maxPasskey {
-            key[15] = UInt8(passkey & 0xFF)
-            key[14] = UInt8(passkey >> 8 & 0xFF)
-            key[13] = UInt8(passkey >> 16 & 0xFF)
-            let k = SymmetricKey(data: key)
-            block = firstBlock
-            guard (try? AES.permute(&block, key: k)) != nil else { return nil }
-            for i in 0..<16 { block[i] ^= p2be[i] }
-            guard (try? AES.permute(&block, key: k)) != nil else { return nil }
-            if block == want { return passkey }
+            // The TK, most significant octet first, is twelve zeros and the passkey's three octets.
+            aes.setKey(0, 0, 0, passkey)
+            let first = aes.encrypt(firstBlock.0, firstBlock.1, firstBlock.2, firstBlock.3)
+            let confirmed = aes.encrypt(first.0 ^ p2be.0, first.1 ^ p2be.1, first.2 ^ p2be.2, first.3 ^ p2be.3)
+            // Found: checked once more with swift-crypto (c1), which the rest of the pairing uses.
+            if confirmed == want, c1(tk: tk(passkey: passkey), r: r, preq: preq, pres: pres, iat: iat, rat: rat, ia: ia, ra: ra) == confirm {
+                return passkey
+            }
         }
         return nil
     }

@@ -1,4 +1,6 @@
+import Crypto
 import XCTest
+import _CryptoExtras
 
 @testable import HCI
 
@@ -35,6 +37,29 @@ final class LegacyPairingTests: XCTestCase {
     func testPasskeyIsFoundFromItsConfirmValue() throws {
         XCTAssertEqual(LegacyPairing.tk(passkey: 461_140).prefix(3), [0x54, 0x09, 0x07])
         for passkey: UInt32 in [0, 1234] {
+            let confirm = try XCTUnwrap(LegacyPairing.c1(tk: LegacyPairing.tk(passkey: passkey), r: onAir(r), preq: preq, pres: pres,
+                                                         iat: 1, rat: 0, ia: ia, ra: ra))
+            XCTAssertEqual(LegacyPairing.findPasskey(confirm: confirm, r: onAir(r), preq: preq, pres: pres, iat: 1, rat: 0, ia: ia, ra: ra), passkey)
+        }
+    }
+
+    /// The search's own AES-128 against FIPS-197's example (C.1) and swift-crypto on random keys
+    /// and blocks; the passkey search on the largest passkey.
+    func testSearchAESIsAES() throws {
+        let aes = PasskeySearchAES()
+        // FIPS-197 writes bytes in order: onAir reverses, so reverse back.
+        func inOrder(_ hex: String) -> [UInt8] { onAir(hex).reversed() }
+        XCTAssertEqual(aes.encrypt(block: inOrder("00112233445566778899aabbccddeeff"), key: inOrder("000102030405060708090a0b0c0d0e0f")),
+                       inOrder("69c4e0d86a7b0430d8cdb78070b4c55a"))
+        var rng = SystemRandomNumberGenerator()
+        for _ in 0..<2_000 {
+            let key = (0..<16).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            var block = (0..<16).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            let mine = aes.encrypt(block: block, key: key)
+            try AES.permute(&block, key: SymmetricKey(data: key))
+            XCTAssertEqual(mine, block, "key \(key)")
+        }
+        for passkey: UInt32 in [999_999, 65_793] {
             let confirm = try XCTUnwrap(LegacyPairing.c1(tk: LegacyPairing.tk(passkey: passkey), r: onAir(r), preq: preq, pres: pres,
                                                          iat: 1, rat: 0, ia: ia, ra: ra))
             XCTAssertEqual(LegacyPairing.findPasskey(confirm: confirm, r: onAir(r), preq: preq, pres: pres, iat: 1, rat: 0, ia: ia, ra: ra), passkey)
