@@ -442,19 +442,28 @@ def replay_sessions(args):
     capture = os.path.join(ROOT, "Captures", "emulated", "speaker-ota-mtu247.btsnoop")
     base = [args.gattlab, "replay", "run", capture, "--timing", "fast"]
 
-    def sessions(argv, n):
+    def sessions(argv, n, wall_clock=False):
+        """Seconds for n sessions, and how many matched the recording. In-process (virtual
+        time) every one must; over unix: the device's timers run on the wall clock sped up, so
+        on a loaded machine a pause of a few ms is an ATT timeout of the device's seconds and a
+        session may diverge: counted and said, not fatal, unless none matched."""
         start = time.perf_counter()
         out = subprocess.run(argv + ["--repeat", str(n)], capture_output=True, text=True)
         elapsed = time.perf_counter() - start
-        if out.returncode != 0:
+        summary = re.search(r"(\d+) sessions in .*?: (\d+) equivalent", out.stdout + out.stderr)
+        equivalent = int(summary.group(2)) if summary else (n if out.returncode == 0 else 0)
+        if out.returncode != 0 and not (wall_clock and equivalent > 0):
             sys.exit(f"{' '.join(argv)} failed ({out.returncode}): {out.stdout[-500:]} {out.stderr[-500:]}")
-        return elapsed
+        if equivalent < n:
+            print(f"  {n - equivalent} of {n} sessions did not match the recording: at this device speed the machine's load "
+                  f"delays answers past the device's timeouts (the rows over unix: need a quiet machine)", file=sys.stderr)
+        return elapsed, equivalent
 
     rows = []
     n = args.sessions
     print(f"\nreplaying {os.path.basename(capture)} {n} times in-process ...", file=sys.stderr)
-    rows.append(("in-process emulator (emu:speaker-ota), protocol progress", n, sessions(base + ["--target", "emu:speaker-ota"], n), "virtual"))
-    rows.append(("in-process emulator (emu:speaker-ota), --strict", n, sessions(base + ["--target", "emu:speaker-ota", "--strict"], n), "virtual"))
+    rows.append(("in-process emulator (emu:speaker-ota), protocol progress", n, *sessions(base + ["--target", "emu:speaker-ota"], n), "virtual"))
+    rows.append(("in-process emulator (emu:speaker-ota), --strict", n, *sessions(base + ["--target", "emu:speaker-ota", "--strict"], n), "virtual"))
     for speed in (1000, 10000):
         sock = os.path.join(args.out, f"replay-{speed}.sock")
         emulator = subprocess.Popen([args.gattlab, "emulate", "speaker-ota", "--listen", f"unix:{sock}", "--speed", str(speed),
@@ -467,17 +476,17 @@ def replay_sessions(args):
             m = max(10, n // 10)
             print(f"replaying it {m} times through unix: at {speed}x ...", file=sys.stderr)
             rows.append((f"emulator process over unix: ({speed}x device time)", m,
-                         sessions(base + ["--target", f"unix:{sock}", "--speed", str(speed)], m), f"{speed}x"))
+                         *sessions(base + ["--target", f"unix:{sock}", "--speed", str(speed)], m, wall_clock=True), f"{speed}x"))
         finally:
             emulator.terminate()
             emulator.wait()
-    print("\n| replay of a full OTA session, fast | sessions | seconds | sessions/s | device time |")
-    print("|---|---:|---:|---:|---|")
-    for name, count, sec, clock in rows:
-        print(f"| {name} | {count} | {sec:.2f} | {count / sec:,.1f} | {clock} |")
+    print("\n| replay of a full OTA session, fast | sessions | seconds | sessions/s | matched the recording | device time |")
+    print("|---|---:|---:|---:|---:|---|")
+    for name, count, sec, matched, clock in rows:
+        print(f"| {name} | {count} | {sec:.2f} | {count / sec:,.1f} | {matched} | {clock} |")
     print("\n(over unix: the session takes 15 s of device time: at 1000x that alone is 15 ms per session)")
     with open(os.path.join(args.out, "replay-results.json"), "w") as f:
-        json.dump([{"case": r[0], "sessions": r[1], "seconds": r[2], "sessions_per_s": r[1] / r[2]} for r in rows], f, indent=2)
+        json.dump([{"case": r[0], "sessions": r[1], "seconds": r[2], "sessions_per_s": r[1] / r[2], "matched": r[3]} for r in rows], f, indent=2)
 
 
 def timeline_folder(args):
