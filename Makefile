@@ -14,7 +14,9 @@
 #     .clusterfuzzlite/build.sh builds them (CI runs it after make test)
 
 SWIFT ?= swift
-APT_PACKAGES := libpcap-dev libbluetooth-dev tshark python3 python3-jsonschema chromium
+# bluez: btmon, which `gattlab capture --via btmon` runs (and a test runs for real: on a fresh
+# machine it used to be installed only later, by the VM stage, and the test skipped).
+APT_PACKAGES := libpcap-dev libbluetooth-dev bluez tshark python3 python3-jsonschema chromium
 DEMO := Captures/speaker-ota-demo.btsnoop
 GATTLAB := .build/debug/gattlab
 
@@ -32,7 +34,8 @@ all: build
 # prints the exact command to run and stops.
 setup:
 	@command -v $(SWIFT) >/dev/null || { echo "error: swift not found; install Swift 6 (https://swift.org/install) and retry"; exit 1; }
-	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	@# Installed, not only known: a package removed without --purge still answers dpkg -s.
+	@missing=""; for p in $(APT_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \
 	    echo "installing:$$missing"; \
