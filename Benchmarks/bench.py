@@ -450,8 +450,8 @@ def replay_sessions(args):
         start = time.perf_counter()
         out = subprocess.run(argv + ["--repeat", str(n)], capture_output=True, text=True)
         elapsed = time.perf_counter() - start
-        summary = re.search(r"(\d+) sessions in .*?: (\d+) equivalent", out.stdout + out.stderr)
-        equivalent = int(summary.group(2)) if summary else (n if out.returncode == 0 else 0)
+        summary = re.search(r"sessions in .*?: (\d+) equivalent", out.stdout + out.stderr)
+        equivalent = int(summary.group(1)) if summary else (n if out.returncode == 0 else 0)
         if out.returncode != 0 and not (wall_clock and equivalent > 0):
             sys.exit(f"{' '.join(argv)} failed ({out.returncode}): {out.stdout[-500:]} {out.stderr[-500:]}")
         if equivalent < n:
