@@ -36,7 +36,10 @@ case "$REPO$W" in *[[:space:]]*) die "the repository path must not contain space
 
 # 1. Packages.
 missing=""
-for p in $PACKAGES; do dpkg -s "$p" > /dev/null 2>&1 || missing="$missing $p"; done
+# Installed, not only known: dpkg -s answers 0 for a package removed without --purge.
+for p in $PACKAGES; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing="$missing $p"
+done
 if [ -n "$missing" ]; then
   [ "$(id -u)" = 0 ] || die "missing packages; run: sudo apt-get install -y --no-install-recommends$missing"
   echo "vm-test: installing$missing"
@@ -195,24 +198,51 @@ if [ -z "${FORCE_TCG:-}" ] && grep -qwE 'vmx|svm' /proc/cpuinfo && [ -r /dev/kvm
 else
   ACCEL="-accel tcg,thread=multi -cpu max"; ACCEL_NAME=tcg
 fi
-echo "vm-test: booting ($ACCEL_NAME, timeout ${VM_TIMEOUT} s); console in $OUT/console.log"
-T_VM=$(date +%s.%N)
-# -no-reboot with the guest's sysrq power-off ends qemu; timeout (then KILL) ends a hung guest.
-timeout -k 10 "$VM_TIMEOUT" qemu-system-x86_64 $ACCEL -smp 2 -m 1G -nographic -no-reboot -nodefaults \
-  -serial stdio -machine q35 \
-  -kernel "$KROOT/boot/vmlinuz-$KVER" -initrd "$INITRD" \
-  -fsdev local,id=root,path=/,security_model=none,readonly=on,multidevs=remap \
-  -device virtio-9p-pci,fsdev=root,mount_tag=hostroot \
-  -fsdev local,id=out,path="$OUT",security_model=none,multidevs=remap \
-  -device virtio-9p-pci,fsdev=out,mount_tag=out \
-  -append "console=ttyS0 quiet loglevel=3 panic=-1 rdinit=/init gvm.work=$W gvm.repo=$REPO gvm.kroot=$KROOT" \
-  < /dev/null > "$OUT/console.log" 2>&1
-QEMU_RC=$?
-VM_SECONDS=$(elapsed "$T_VM")
-tr -d '\r' < "$OUT/console.log" | grep -E '^\[guest|FAIL|initramfs' | sed 's/^/  /'
-[ "$QEMU_RC" = 124 ] || [ "$QEMU_RC" = 137 ] && fail "the VM did not finish within $VM_TIMEOUT s (killed); console: $OUT/console.log"
+# The console's last lines, without the terminal's escape sequences: what the kernel said last.
+console_tail() {
+  tr -d '\r' < "$1" 2>/dev/null | sed -e 's/\x1b\[[0-9;?]*[A-Za-z]//g' -e 's/\x1bc//g' | grep -av '^[[:space:]]*$' \
+    | tail -"$2" | sed 's/^/    | /'
+}
 status() { sed -n "s/^$1=//p" "$OUT/guest-status" 2>/dev/null | tail -1; }
-[ "$(status guest_done)" = 1 ] || die "the guest did not finish its run (qemu status $QEMU_RC): $(status fail)"
+# One boot. -no-reboot with the guest's sysrq power-off ends qemu; timeout (then KILL) ends a hung
+# guest. no_timer_check: a vCPU the host deschedules at the wrong moment fails the kernel's early
+# IO-APIC timer check, and that panic (a silent reboot here) ends the run before anything starts.
+boot() {
+  echo "vm-test: booting ($ACCEL_NAME, timeout ${VM_TIMEOUT} s); console in $OUT/console.log"
+  T_VM=$(date +%s.%N)
+  timeout -k 10 "$VM_TIMEOUT" qemu-system-x86_64 $ACCEL -smp 2 -m 1G -nographic -no-reboot -nodefaults \
+    -serial stdio -machine q35 \
+    -kernel "$KROOT/boot/vmlinuz-$KVER" -initrd "$INITRD" \
+    -fsdev local,id=root,path=/,security_model=none,readonly=on,multidevs=remap \
+    -device virtio-9p-pci,fsdev=root,mount_tag=hostroot \
+    -fsdev local,id=out,path="$OUT",security_model=none,multidevs=remap \
+    -device virtio-9p-pci,fsdev=out,mount_tag=out \
+    -append "console=ttyS0 quiet loglevel=3 panic=-1 no_timer_check rdinit=/init gvm.work=$W gvm.repo=$REPO gvm.kroot=$KROOT" \
+    < /dev/null > "$OUT/console.log" 2>&1
+  QEMU_RC=$?
+  VM_SECONDS=$(elapsed "$T_VM")
+}
+# The VM writes its captures and logs (a few MB) to out/; a full disk would only show as a guest
+# that stops without a word, since its console could not be written either.
+avail_kb=$(df -Pk "$OUT" | awk 'NR == 2 {print $4}')
+[ "${avail_kb:-0}" -ge 524288 ] || die "only $((${avail_kb:-0} / 1024)) MB free for $OUT; the VM run needs 512 MB"
+boot
+# A guest whose script never started (no boot_uptime: the kernel or the initramfs stopped first)
+# tested nothing of GATTLab: show what the kernel said, and boot once more. A guest that started
+# and failed is never booted again.
+if [ "$QEMU_RC" != 124 ] && [ "$QEMU_RC" != 137 ] && [ -z "$(status boot_uptime)" ]; then
+  echo "vm-test: the guest stopped before its script started (qemu status $QEMU_RC, $VM_SECONDS s); the console's last lines:"
+  console_tail "$OUT/console.log" 12
+  mv "$OUT/console.log" "$OUT/console-first-boot.log"; rm -f "$OUT/guest-status"
+  echo "vm-test: booting once more (the first console is in $OUT/console-first-boot.log)"
+  boot
+fi
+tr -d '\r' < "$OUT/console.log" | grep -aoE '\[guest .*|^.*(FAIL|initramfs|Kernel panic).*' | sed 's/^/  /'
+[ "$QEMU_RC" = 124 ] || [ "$QEMU_RC" = 137 ] && fail "the VM did not finish within $VM_TIMEOUT s (killed); console: $OUT/console.log"
+if [ "$(status guest_done)" != 1 ]; then
+  echo "vm-test: the console's last lines:"; console_tail "$OUT/console.log" 25
+  die "the guest did not finish its run (qemu status $QEMU_RC, $VM_SECONDS s): $(status fail)"
+fi
 pass "VM run: $ACCEL_NAME, $VM_SECONDS s (guest script started at $(status boot_uptime) s uptime; controllers after $(status controller_tries) tries: central $(status central), peripheral $(status peripheral))"
 
 # 7. Checks on the host.
