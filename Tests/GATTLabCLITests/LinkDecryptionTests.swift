@@ -272,7 +272,7 @@ final class LinkDecryptionTests: XCTestCase {
         XCTAssertFalse(v.stdout.contains("461140"))
         XCTAssertTrue(v.notes.contains("decrypting with the STK of the legacy pairing (its passkey)"), "\(v.notes)")
         let revealed = try pairingView(path, ["--reveal-secrets"])
-        XCTAssertTrue(revealed.notes.contains { $0.hasPrefix("legacy pairing: TK found: 461140 (passkey)") }, "\(revealed.notes)")
+        XCTAssertTrue(revealed.notes.contains("legacy pairing: TK found: 461140 (passkey); the STK decrypts what follows"), "\(revealed.notes)")
         XCTAssertEqual(v.notes.filter { $0.hasPrefix("LTK from SMP key distribution") }.count, 2, "\(v.notes)")
         let crackle = "26:72 29:1 54:8 55:9 183:16 186:17 187:16 190:17 191:16 194:17 195:16 200:17 201:16 204:17 205:16 208:16 211:17 "
             + "212:16 215:1 216:8 217:8 218:9 219:1 220:8 223:1 224:8 228:1 229:8 232:1 233:8 236:1 237:8 240:1 241:8 244:1 245:8 248:8 "

@@ -29,7 +29,7 @@ final class GATTValueReportingTests: XCTestCase {
     private func compare(_ path: String) throws -> Int {
         let full = GATTDecoder(), counting = GATTDecoder()
         counting.reportsValues = false
-        // Cracking a sniffed pairing's TK is timed ("in N ms") and slow: nothing to do with values.
+        // Cracking a sniffed pairing's TK is slow and has nothing to do with values.
         full.link.recoversPairingKeys = false
         counting.link.recoversPairingKeys = false
         let a = try openCapture(path), b = try openCapture(path)
