@@ -9,9 +9,9 @@ import XCTest
 ///   GATTLAB_UPDATE_OUTPUT_DIGESTS=1 swift test --filter OutputIdentityTests
 /// (with the real captures present, so their lines are kept). The digests cover stdout, stderr
 /// and the exit status, as they are: no output may vary between runs (legacy pairing's note said
-/// how long its TK search took until that made a loaded CI machine's decode differ). The HTML and Perfetto digests came later, when those outputs became
-/// streamed: taken after `cmp` showed the streamed outputs equal to the old strings on every
-/// capture here.
+/// how long its TK search took until that made a loaded CI machine's decode differ). The HTML
+/// and Perfetto digests came later, when those outputs became streamed: taken after `cmp` showed
+/// the streamed outputs equal to the old strings on every capture here.
 final class OutputIdentityTests: XCTestCase {
     static let fixture = Harness.root.appendingPathComponent("Tests/GATTLabCLITests/Fixtures/output-digests.tsv")
     static let commands: [[String]] = [
