@@ -2,9 +2,10 @@
 /// (`LegacyPairing.findPasskey`). That search tries up to a million keys, two blocks each, and
 /// swift-crypto's `AES.permute` expands the key and allocates on every call: 400-500 ns a
 /// candidate (measured), half a second for a pairing whose passkey is not found (an out-of-band
-/// TK), four for a capture of eight such pairings. Here a candidate's key is expanded once, into a buffer
-/// the search reuses, for both blocks, with the usual 32-bit round tables (FIPS-197 5.1 and 5.2,
-/// the tables computed here from the S-box, which is computed from its definition in 5.1.1).
+/// TK), four for a capture of eight such pairings. Here a candidate's key is expanded once, into
+/// a buffer the search reuses, for both blocks, with the usual 32-bit round tables (FIPS-197 5.1
+/// and 5.2, the tables computed here from the S-box, which is computed from its definition in
+/// 5.1.1).
 ///
 /// It protects nothing (the search only compares the result with a value from the capture), so
 /// its table lookups' timing does not matter; the passkey it finds is checked once more with

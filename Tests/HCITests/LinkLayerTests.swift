@@ -330,6 +330,21 @@ final class LinkLayerTests: XCTestCase {
         XCTAssertTrue(notes(next).contains("decrypting with the LTK from SMP key distribution (frame \(infoFrame))"), next.summary)
         let read = send(true, llid: 2, l2cap(cid: 4, [0x0A, 0x03, 0x00]))
         XCTAssertEqual(read.payload, [0x0A, 0x03, 0x00], read.summary)
+
+        // A third link paired with an out-of-band TK: no passkey gives the central's confirm, and
+        // the note says so in full (no search time: a capture decodes the same on every run).
+        connect()
+        let oob = [UInt8](repeating: 0xC3, count: 16)
+        let oobConfirm = try XCTUnwrap(LegacyPairing.c1(tk: oob, r: mrand, preq: preq, pres: pres, iat: 1, rat: 1, ia: ia, ra: ra))
+        let oobSConfirm = try XCTUnwrap(LegacyPairing.c1(tk: oob, r: srand, preq: preq, pres: pres, iat: 1, rat: 1, ia: ia, ra: ra))
+        send(true, llid: 2, l2cap(cid: 6, preq))
+        send(false, llid: 2, l2cap(cid: 6, pres))
+        send(true, llid: 2, l2cap(cid: 6, [0x03] + oobConfirm))
+        send(false, llid: 2, l2cap(cid: 6, [0x03] + oobSConfirm))
+        send(true, llid: 2, l2cap(cid: 6, [0x04] + mrand))
+        let notFound = send(false, llid: 2, l2cap(cid: 6, [0x04] + srand))
+        XCTAssertEqual(notes(notFound), ["legacy pairing: no TK from 000000 to 999999 gives the central's confirm value (out-of-band TK?); not decrypted"],
+                       notFound.summary)
     }
 
     func testTooShortForHeaderAndCRC() {
